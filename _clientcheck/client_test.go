@@ -1,0 +1,1 @@
+../cmd/ahp-bridge/client_test.go

@@ -1,0 +1,9 @@
+package main
+
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {}

@@ -1,0 +1,1 @@
+../cmd/ahp-bridge/render.go

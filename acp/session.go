@@ -1,0 +1,625 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/rs/zerolog"
+)
+
+// turnState tracks the running turn of a session.
+type turnState struct {
+	cancelRequested bool
+	graceExpired    bool
+	ended           bool
+	timer           *time.Timer
+}
+
+// pendingPerm is a session/request_permission waiting for the user.
+type pendingPerm struct {
+	once sync.Once
+	id   json.RawMessage
+	proc *agentProc
+}
+
+// session is a backend.Session on an ACP agent.
+type session struct {
+	p       *Provider
+	opts    backend.SessionOptions
+	cwd     string // absolute, cleaned
+	cwdReal string // cwd with symlinks resolved
+	sink    backend.Sink
+	log     zerolog.Logger
+	queue   *eventQueue
+
+	turnMu sync.Mutex // one Prompt at a time
+
+	mu        sync.Mutex
+	proc      *agentProc // the agent the ACP session lives on
+	acpID     string
+	closed    bool
+	turn      *turnState
+	perms     map[*pendingPerm]struct{}
+	suppress  *agentProc // agent we killed ourselves: no Disconnected for it
+	terms     map[string]*terminal
+	nextTermN int
+
+	cfgMu   sync.Mutex
+	options []backend.ConfigOption // the agent's configOptions
+	modes   *backend.ConfigOption  // the agent's legacy session modes
+}
+
+var _ backend.Session = (*session)(nil)
+
+func newSession(p *Provider, opts backend.SessionOptions, sink backend.Sink) (*session, error) {
+	if sink == nil {
+		return nil, errors.New("no event sink")
+	}
+	cwd := opts.Cwd
+	if strings.HasPrefix(cwd, "file://") {
+		u, err := url.Parse(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("working directory %q: %w", cwd, err)
+		}
+		cwd = u.Path
+	}
+	if cwd == "" {
+		cwd = p.cfg.Dir
+	}
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		cwd = wd
+	}
+	cwd, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %q: %w", opts.Cwd, err)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %q: %w", cwd, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("working directory %q is not a directory", cwd)
+	}
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("working directory %q: %w", cwd, err)
+	}
+	s := &session{
+		p: p, opts: opts, cwd: cwd, cwdReal: real, sink: sink,
+		log:   p.log.With().Str("session", opts.SessionID).Logger(),
+		perms: make(map[*pendingPerm]struct{}),
+		terms: make(map[string]*terminal),
+	}
+	s.queue = newEventQueue(s.handle)
+	return s, nil
+}
+
+// create runs session/new on a running agent and registers the session.
+func (s *session) create(ctx context.Context) error {
+	a, err := s.p.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	resp, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return a.describeErr("creating the agent session", err)
+	}
+	id := string(resp.SessionId)
+	if id == "" {
+		return errors.New("creating the agent session: the agent returned no session id")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("session closed")
+	}
+	s.proc, s.acpID = a, id
+	s.mu.Unlock()
+	a.register(id, s)
+	s.log.Info().Str("acp_session", id).Msg("agent session created")
+
+	if err := s.setInitialConfig(resp); err != nil {
+		s.log.Warn().Err(err).Msg("agent sent session settings that cannot be read")
+	}
+	if s.opts.Model != "" {
+		if err := s.applyModel(ctx, a, id); err != nil {
+			s.log.Warn().Err(err).Str("model", s.opts.Model).Msg("could not select the requested model")
+		}
+	}
+	return nil
+}
+
+// setInitialConfig records the modes and config options of session/new
+// and reports them as a ConfigChanged event.
+func (s *session) setInitialConfig(resp sdk.NewSessionResponse) error {
+	var opts []backend.ConfigOption
+	var modes *backend.ConfigOption
+	var errs []error
+	if len(resp.ConfigOptions) > 0 {
+		raw, err := json.Marshal(resp.ConfigOptions)
+		if err == nil {
+			opts, err = DecodeConfigOptions(raw)
+		}
+		errs = append(errs, err)
+	}
+	if resp.Modes != nil {
+		raw, err := json.Marshal(resp.Modes)
+		if err == nil {
+			modes, err = DecodeModes(raw)
+		}
+		errs = append(errs, err)
+	}
+	s.cfgMu.Lock()
+	s.options, s.modes = opts, modes
+	all := s.allOptionsLocked()
+	s.cfgMu.Unlock()
+	s.p.setModels(all)
+	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
+	return errors.Join(errs...)
+}
+
+// allOptionsLocked is the session's full settings: the config options plus
+// the legacy modes unless a config option already covers the mode.
+func (s *session) allOptionsLocked() []backend.ConfigOption {
+	out := make([]backend.ConfigOption, 0, len(s.options)+1)
+	out = append(out, s.options...)
+	if s.modes != nil && !hasCategory(s.options, "mode") {
+		m := *s.modes
+		m.Values = append([]backend.ConfigValue(nil), m.Values...)
+		out = append(out, m)
+	}
+	return out
+}
+
+func hasCategory(opts []backend.ConfigOption, cat string) bool {
+	for _, o := range opts {
+		if o.Category == cat {
+			return true
+		}
+	}
+	return false
+}
+
+// applyModel selects the model the bridge asked for, if it is not current.
+func (s *session) applyModel(ctx context.Context, a *agentProc, id string) error {
+	s.cfgMu.Lock()
+	o, _ := s.findOptionLocked("model")
+	s.cfgMu.Unlock()
+	if o == nil {
+		return errors.New("the agent offers no model setting")
+	}
+	if o.Current == s.opts.Model {
+		return nil
+	}
+	return s.setConfigOn(ctx, a, id, "model", s.opts.Model)
+}
+
+// findOptionLocked finds a setting by ID, or by category for "model" and
+// "mode". legacy reports the option is the session modes.
+func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legacy bool) {
+	for i := range s.options {
+		if s.options[i].ID == key {
+			return &s.options[i], false
+		}
+	}
+	for i := range s.options {
+		if s.options[i].Category == key && (key == "model" || key == "mode") {
+			return &s.options[i], false
+		}
+	}
+	if s.modes != nil && (key == ModeOptionID || key == "mode") {
+		return s.modes, true
+	}
+	return nil, false
+}
+
+// handle runs on the queue goroutine: it decodes raw updates and hands
+// events to the sink, in order.
+func (s *session) handle(it queueItem) {
+	if it.raw == nil {
+		if ev, ok := it.event.(backend.Event); ok {
+			s.sink.Event(ev)
+		}
+		return
+	}
+	kind, evs, err := decodeUpdate(it.raw)
+	if err != nil {
+		s.log.Warn().Err(err).Str("update", clip(it.raw, 300)).Msg("session update could not be decoded; passed on as custom")
+		if kind == "" {
+			kind = "_invalid"
+		}
+		evs = []backend.Event{backend.Custom{Kind: kind, Raw: it.raw}}
+	} else if kind == kindConfigOptionUpdate || kind == kindCurrentModeUpdate {
+		evs = s.mergeConfig(kind, evs)
+	}
+	for _, ev := range evs {
+		s.sink.Event(ev)
+	}
+}
+
+// mergeConfig folds a config update into the session's settings and
+// returns the full settings as one ConfigChanged.
+func (s *session) mergeConfig(kind string, evs []backend.Event) []backend.Event {
+	if len(evs) != 1 {
+		return evs
+	}
+	cc, ok := evs[0].(backend.ConfigChanged)
+	if !ok {
+		return evs
+	}
+	s.cfgMu.Lock()
+	if kind == kindConfigOptionUpdate {
+		s.options = cc.Options
+	} else if len(cc.Options) == 1 {
+		cur := cc.Options[0].Current
+		switch {
+		case s.modes != nil && !hasCategory(s.options, "mode"):
+			s.modes.Current = cur
+		case hasCategory(s.options, "mode"):
+			for i := range s.options {
+				if s.options[i].Category == "mode" {
+					s.options[i].Current = cur
+				}
+			}
+		default:
+			m := cc.Options[0]
+			s.modes = &m
+		}
+	}
+	all := s.allOptionsLocked()
+	s.cfgMu.Unlock()
+	s.p.setModels(all)
+	return []backend.Event{backend.ConfigChanged{Options: all}}
+}
+
+// agentSession returns the agent and ACP session id to talk to, starting
+// the agent and re-creating the ACP session when the agent was restarted.
+func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, "", errors.New("session is closed")
+	}
+	a, id := s.proc, s.acpID
+	s.mu.Unlock()
+	if a != nil && !a.isExited() {
+		return a, id, nil
+	}
+	if a != nil {
+		a.unregister(id, s)
+	}
+	s.log.Warn().Msg("the agent was restarted: creating a new agent session; the earlier conversation history is lost to the agent")
+	if err := s.create(ctx); err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc, s.acpID, nil
+}
+
+// Prompt runs one turn with session/prompt.
+func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnResult, error) {
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+	a, id, err := s.agentSession(ctx)
+	if err != nil {
+		return backend.TurnResult{}, err
+	}
+	blocks := promptBlocks(pr, a.caps.PromptCapabilities.EmbeddedContext)
+
+	t := &turnState{}
+	s.mu.Lock()
+	s.turn = t
+	s.mu.Unlock()
+
+	resp, perr := a.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: blocks})
+
+	s.mu.Lock()
+	t.ended = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	s.turn = nil
+	grace := t.graceExpired
+	cancelled := t.cancelRequested
+	s.mu.Unlock()
+	// Whatever happened, the turn is over: nobody will answer these.
+	s.cancelPermissions()
+
+	// Events of the turn reach the sink before Prompt returns.
+	if ferr := s.queue.flush(ctx); ferr != nil {
+		return backend.TurnResult{}, ferr
+	}
+	if perr != nil {
+		switch {
+		case grace:
+			return backend.TurnResult{StopReason: backend.StopCancelled}, nil
+		case ctx.Err() != nil:
+			return backend.TurnResult{StopReason: backend.StopCancelled}, fmt.Errorf("turn aborted: %w", ctx.Err())
+		}
+		return backend.TurnResult{}, a.describeErr("prompt", perr)
+	}
+	res := backend.TurnResult{StopReason: backend.StopReason(resp.StopReason)}
+	if res.StopReason == "" && cancelled {
+		res.StopReason = backend.StopCancelled
+	}
+	if u := resp.Usage; u != nil {
+		res.Usage = &backend.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)}
+		if u.CachedReadTokens != nil {
+			res.Usage.CachedInputTokens = int64(*u.CachedReadTokens)
+		}
+		s.cfgMu.Lock()
+		if o, _ := s.findOptionLocked("model"); o != nil {
+			res.Usage.Model = o.Current
+		}
+		s.cfgMu.Unlock()
+	}
+	return res, nil
+}
+
+// promptBlocks builds the ACP prompt. Embedded attachments become
+// resource blocks when the agent accepts them and text otherwise.
+func promptBlocks(pr backend.Prompt, embedded bool) []sdk.ContentBlock {
+	blocks := make([]sdk.ContentBlock, 0, 1+len(pr.Attachments))
+	if pr.Text != "" || len(pr.Attachments) == 0 {
+		blocks = append(blocks, sdk.TextBlock(pr.Text))
+	}
+	for _, at := range pr.Attachments {
+		name := at.Name
+		if name == "" {
+			name = path.Base(at.URI)
+		}
+		var mime *string
+		if at.MimeType != "" {
+			mime = sdk.Ptr(at.MimeType)
+		}
+		switch {
+		case at.Kind == backend.AttachEmbedded && embedded:
+			blocks = append(blocks, sdk.ResourceBlock(sdk.EmbeddedResourceResource{
+				TextResourceContents: &sdk.TextResourceContents{Uri: at.URI, Text: at.Text, MimeType: mime},
+			}))
+		case at.Kind == backend.AttachEmbedded:
+			blocks = append(blocks, sdk.TextBlock(fmt.Sprintf("Attached %s (%s):\n%s", name, at.URI, at.Text)))
+		default:
+			b := sdk.ResourceLinkBlock(name, at.URI)
+			b.ResourceLink.MimeType = mime
+			blocks = append(blocks, b)
+		}
+	}
+	return blocks
+}
+
+// Cancel sends session/cancel, answers pending permission requests
+// "cancelled", and arms the cancel grace timer.
+func (s *session) Cancel(ctx context.Context) error {
+	s.mu.Lock()
+	t, a, id := s.turn, s.proc, s.acpID
+	if t == nil || t.cancelRequested || a == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	t.cancelRequested = true
+	t.timer = time.AfterFunc(s.p.cfg.CancelGrace, func() { s.cancelGraceExpired(t, a) })
+	s.mu.Unlock()
+	s.cancelPermissions()
+	if err := a.conn.Cancel(ctx, sdk.CancelNotification{SessionId: sdk.SessionId(id)}); err != nil {
+		return fmt.Errorf("sending cancel to the agent: %w", err)
+	}
+	return nil
+}
+
+// cancelGraceExpired ends a turn the agent did not end after cancel: the
+// agent is killed (and restarted on next use) so Prompt returns.
+func (s *session) cancelGraceExpired(t *turnState, a *agentProc) {
+	s.mu.Lock()
+	if t.ended {
+		s.mu.Unlock()
+		return
+	}
+	t.graceExpired = true
+	s.suppress = a
+	s.mu.Unlock()
+	s.log.Warn().Dur("grace", s.p.cfg.CancelGrace).Msg("the agent did not end the cancelled turn in time; killing it, it restarts on next use")
+	a.kill("did not end a cancelled turn in time")
+}
+
+// addPermission queues a PermissionRequest. It is called with the agent's
+// routing lock held and must not block.
+func (s *session) addPermission(a *agentProc, id json.RawMessage, tc backend.ToolCall, opts []backend.PermissionOption) {
+	pp := &pendingPerm{id: id, proc: a}
+	s.mu.Lock()
+	refuse := s.closed || (s.turn != nil && s.turn.cancelRequested)
+	if !refuse {
+		s.perms[pp] = struct{}{}
+	}
+	s.mu.Unlock()
+	if refuse {
+		// The turn is being cancelled: ACP wants "cancelled" for requests.
+		go s.answer(pp, backend.PermissionOutcome{Cancelled: true})
+		return
+	}
+	s.queue.push(queueItem{event: backend.PermissionRequest{
+		ToolCall: tc,
+		Options:  opts,
+		Respond:  func(o backend.PermissionOutcome) { s.answer(pp, o) },
+	}})
+}
+
+// answer writes the response to a permission request, once.
+func (s *session) answer(pp *pendingPerm, o backend.PermissionOutcome) {
+	pp.once.Do(func() {
+		s.mu.Lock()
+		delete(s.perms, pp)
+		s.mu.Unlock()
+		pp.proc.writePermissionOutcome(pp.id, o.Cancelled || o.OptionID == "", o.OptionID)
+	})
+}
+
+// cancelPermissions answers every pending permission request "cancelled".
+func (s *session) cancelPermissions() {
+	s.mu.Lock()
+	pending := make([]*pendingPerm, 0, len(s.perms))
+	for pp := range s.perms {
+		pending = append(pending, pp)
+	}
+	s.mu.Unlock()
+	for _, pp := range pending {
+		s.answer(pp, backend.PermissionOutcome{Cancelled: true})
+	}
+}
+
+// agentExited is called when a's process has ended.
+func (s *session) agentExited(a *agentProc) {
+	s.mu.Lock()
+	if s.proc != a || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	suppressed := s.suppress == a
+	s.mu.Unlock()
+	s.cancelPermissions()
+	s.releaseTerminals()
+	if !suppressed {
+		s.queue.push(queueItem{event: backend.Disconnected{Err: a.exitError()}})
+	}
+}
+
+// SetConfig changes a mode, model or other config option.
+func (s *session) SetConfig(ctx context.Context, key, value string) error {
+	a, id, err := s.agentSession(ctx)
+	if err != nil {
+		return err
+	}
+	return s.setConfigOn(ctx, a, id, key, value)
+}
+
+func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value string) error {
+	s.cfgMu.Lock()
+	o, legacy := s.findOptionLocked(key)
+	var optID string
+	boolean := false
+	if o != nil {
+		optID = o.ID
+		boolean = isBooleanOption(*o)
+	}
+	s.cfgMu.Unlock()
+	if o == nil {
+		return fmt.Errorf("the agent has no setting %q", key)
+	}
+	if legacy {
+		if _, err := a.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sdk.SessionId(id), ModeId: sdk.SessionModeId(value)}); err != nil {
+			return a.describeErr("setting the mode", err)
+		}
+		s.cfgMu.Lock()
+		if s.modes != nil {
+			s.modes.Current = value
+		}
+		all := s.allOptionsLocked()
+		s.cfgMu.Unlock()
+		s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
+		return nil
+	}
+	var req sdk.SetSessionConfigOptionRequest
+	if boolean {
+		if value != "true" && value != "false" {
+			return fmt.Errorf("setting %q takes true or false, not %q", key, value)
+		}
+		req.Boolean = &sdk.SetSessionConfigOptionBoolean{ConfigId: sdk.SessionConfigId(optID), SessionId: sdk.SessionId(id), Type: "boolean", Value: value == "true"}
+	} else {
+		req.ValueId = &sdk.SetSessionConfigOptionValueId{ConfigId: sdk.SessionConfigId(optID), SessionId: sdk.SessionId(id), Value: sdk.SessionConfigValueId(value)}
+	}
+	resp, err := a.conn.SetSessionConfigOption(ctx, req)
+	if err != nil {
+		return a.describeErr(fmt.Sprintf("setting %q", key), err)
+	}
+	opts := []backend.ConfigOption(nil)
+	if raw, merr := json.Marshal(resp.ConfigOptions); merr == nil {
+		opts, err = DecodeConfigOptions(raw)
+	}
+	s.cfgMu.Lock()
+	if err == nil && len(opts) > 0 {
+		s.options = opts
+	} else if cur, _ := s.findOptionLocked(key); cur != nil {
+		cur.Current = value
+	}
+	all := s.allOptionsLocked()
+	s.cfgMu.Unlock()
+	s.p.setModels(all)
+	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
+	return nil
+}
+
+func isBooleanOption(o backend.ConfigOption) bool {
+	return len(o.Values) == 2 && o.Values[0].ID == "true" && o.Values[1].ID == "false"
+}
+
+// Close answers pending requests, releases terminals, and closes the ACP
+// session when the agent supports session/close.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	a, id := s.proc, s.acpID
+	s.mu.Unlock()
+	s.cancelPermissions()
+	s.releaseTerminals()
+	var err error
+	if a != nil && !a.isExited() && a.caps.SessionCapabilities.Close != nil {
+		if _, cerr := a.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: sdk.SessionId(id)}); cerr != nil {
+			err = a.describeErr("closing the agent session", cerr)
+		}
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if a != nil {
+		a.unregister(id, s)
+	}
+	s.queue.stop()
+	s.p.forget(s)
+	return err
+}
+
+// shutdown is Close without talking to the agent (the provider is closing);
+// the queue is stopped by the provider.
+func (s *session) shutdown() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	a, id := s.proc, s.acpID
+	s.mu.Unlock()
+	s.cancelPermissions()
+	s.releaseTerminals()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	if a != nil {
+		a.unregister(id, s)
+	}
+}
+
+// discard drops a session whose creation failed.
+func (s *session) discard() {
+	s.shutdown()
+	s.queue.stop()
+	s.p.forget(s)
+}

@@ -1,0 +1,325 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// defaultOutputLimit bounds the output kept for a terminal whose creator
+// gave no outputByteLimit, so a chatty command cannot eat the bridge's memory.
+const defaultOutputLimit = 4 << 20
+
+// terminal is a command run for the agent (ACP terminal/create).
+type terminal struct {
+	id    string
+	cmd   *exec.Cmd
+	pid   int
+	limit int
+	out   *os.File
+
+	mu        sync.Mutex
+	buf       []byte
+	truncated bool
+	exitCode  *int
+	signal    *string
+
+	readerDone chan struct{}
+	exited     chan struct{}
+}
+
+// append keeps at most limit bytes of output, dropping from the start at a
+// character boundary.
+func (t *terminal) append(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.limit {
+		cut := len(t.buf) - t.limit
+		for cut < len(t.buf) && !utf8.RuneStart(t.buf[cut]) {
+			cut++
+		}
+		t.buf = append([]byte(nil), t.buf[cut:]...)
+		t.truncated = true
+	}
+}
+
+func (t *terminal) status() (*int, *string, bool) {
+	select {
+	case <-t.exited:
+	default:
+		return nil, nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.exitCode, t.signal, true
+}
+
+// commandLine builds the command: a command with arguments runs directly;
+// a bare command line with shell syntax runs through /bin/sh.
+func commandLine(command string, args []string) *exec.Cmd {
+	if len(args) == 0 && strings.ContainsAny(command, " \t|&;<>()$`\"'*?\n") {
+		return exec.Command("/bin/sh", "-c", command)
+	}
+	return exec.Command(command, args...)
+}
+
+// createTerminal implements terminal/create.
+func (s *session) createTerminal(req sdk.CreateTerminalRequest) (string, error) {
+	if req.Command == "" {
+		return "", fsError(codeInvalidParams, "terminal command is empty")
+	}
+	dir := s.cwd
+	if req.Cwd != nil && *req.Cwd != "" {
+		clean, rerr := s.confine(*req.Cwd)
+		if rerr != nil {
+			return "", rerr
+		}
+		real, rerr := s.resolveExisting(clean)
+		if rerr != nil {
+			return "", rerr
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return "", fsError(codeInvalidParams, "terminal cwd %q is not a directory", *req.Cwd)
+		}
+		dir = real
+	}
+	limit := defaultOutputLimit
+	if req.OutputByteLimit != nil {
+		if *req.OutputByteLimit < 0 {
+			return "", fsError(codeInvalidParams, "outputByteLimit must not be negative")
+		}
+		limit = *req.OutputByteLimit
+	}
+
+	cmd := commandLine(req.Command, req.Args)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for _, e := range req.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	setProcessGroup(cmd)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", fsError(codeInternal, "creating terminal: %v", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		closeAll(r, w)
+		return "", fsError(codeInvalidParams, "session is closed")
+	}
+	s.nextTermN++
+	id := fmt.Sprintf("term-%s-%d", shortID(s.opts.SessionID), s.nextTermN)
+	s.mu.Unlock()
+
+	if err := cmd.Start(); err != nil {
+		closeAll(r, w)
+		return "", fsError(codeInternal, "starting %q: %v", req.Command, err)
+	}
+	_ = w.Close()
+	t := &terminal{
+		id: id, cmd: cmd, pid: cmd.Process.Pid, limit: limit, out: r,
+		readerDone: make(chan struct{}), exited: make(chan struct{}),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = killGroup(t.pid)
+		_ = cmd.Wait()
+		_ = r.Close()
+		return "", fsError(codeInvalidParams, "session is closed")
+	}
+	s.terms[id] = t
+	s.mu.Unlock()
+
+	display := strings.TrimSpace(strings.Join(append([]string{req.Command}, req.Args...), " "))
+	s.queue.push(queueItem{event: backend.TerminalStarted{TerminalID: id, Command: display, Cwd: dir}})
+	go s.readTerminal(t)
+	go s.waitTerminal(t)
+	s.log.Info().Str("terminal", id).Str("command", display).Msg("terminal started")
+	return id, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	if id == "" {
+		return "s"
+	}
+	return id
+}
+
+// readTerminal captures output and reports it as TerminalOutput events,
+// never splitting a UTF-8 character between two events.
+func (s *session) readTerminal(t *terminal) {
+	defer close(t.readerDone)
+	buf := make([]byte, 32<<10)
+	var carry []byte
+	for {
+		n, err := t.out.Read(buf)
+		if n > 0 {
+			chunk := append(carry, buf[:n]...)
+			carry = nil
+			end := len(chunk)
+			// Hold back an incomplete trailing character.
+			for i := len(chunk) - 1; i >= 0 && i >= len(chunk)-utf8.UTFMax; i-- {
+				if utf8.RuneStart(chunk[i]) {
+					if !utf8.FullRune(chunk[i:]) {
+						end = i
+					}
+					break
+				}
+			}
+			carry = append([]byte(nil), chunk[end:]...)
+			if end > 0 {
+				data := append([]byte(nil), chunk[:end]...)
+				t.append(data)
+				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(data)}})
+			}
+		}
+		if err != nil {
+			if len(carry) > 0 {
+				t.append(carry)
+				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(carry)}})
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				s.log.Warn().Err(err).Str("terminal", t.id).Msg("reading terminal output")
+			}
+			return
+		}
+	}
+}
+
+// waitTerminal reaps the command and reports its exit.
+func (s *session) waitTerminal(t *terminal) {
+	_ = t.cmd.Wait()
+	// Background children of the command would keep the output open.
+	_ = killGroup(t.pid)
+	select {
+	case <-t.readerDone:
+	case <-time.After(2 * time.Second):
+		_ = t.out.Close()
+		<-t.readerDone
+	}
+	_ = t.out.Close()
+	t.mu.Lock()
+	if st := t.cmd.ProcessState; st != nil {
+		if sig := exitSignal(st); sig != "" {
+			t.signal = &sig
+		} else {
+			code := st.ExitCode()
+			t.exitCode = &code
+		}
+	}
+	code, sig := t.exitCode, t.signal
+	t.mu.Unlock()
+	close(t.exited)
+	ev := backend.TerminalExited{TerminalID: t.id, ExitCode: code}
+	if sig != nil {
+		ev.Signal = *sig
+	}
+	s.queue.push(queueItem{event: ev})
+}
+
+func (s *session) terminal(id string) (*terminal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.terms[id]
+	if t == nil {
+		return nil, fsError(codeResourceNotFound, "unknown terminal %q", id)
+	}
+	return t, nil
+}
+
+// terminalOutput implements terminal/output.
+func (s *session) terminalOutput(id string) (sdk.TerminalOutputResponse, error) {
+	t, err := s.terminal(id)
+	if err != nil {
+		return sdk.TerminalOutputResponse{}, err
+	}
+	code, sig, done := t.status()
+	t.mu.Lock()
+	resp := sdk.TerminalOutputResponse{Output: string(t.buf), Truncated: t.truncated}
+	t.mu.Unlock()
+	if done {
+		resp.ExitStatus = &sdk.TerminalExitStatus{ExitCode: code, Signal: sig}
+	}
+	return resp, nil
+}
+
+// waitForExit implements terminal/wait_for_exit.
+func (s *session) waitForExit(ctx context.Context, id string) (sdk.WaitForTerminalExitResponse, error) {
+	t, err := s.terminal(id)
+	if err != nil {
+		return sdk.WaitForTerminalExitResponse{}, err
+	}
+	select {
+	case <-t.exited:
+	case <-ctx.Done():
+		return sdk.WaitForTerminalExitResponse{}, ctx.Err()
+	}
+	code, sig, _ := t.status()
+	return sdk.WaitForTerminalExitResponse{ExitCode: code, Signal: sig}, nil
+}
+
+// killTerminal implements terminal/kill: the command stops, the terminal
+// stays readable until released.
+func (s *session) killTerminal(id string) error {
+	t, err := s.terminal(id)
+	if err != nil {
+		return err
+	}
+	if _, _, done := t.status(); !done {
+		if err := killGroup(t.pid); err != nil {
+			return fsError(codeInternal, "killing terminal %q: %v", id, err)
+		}
+	}
+	return nil
+}
+
+// releaseTerminal implements terminal/release: kills the command if it
+// still runs and forgets the terminal.
+func (s *session) releaseTerminal(id string) error {
+	s.mu.Lock()
+	t := s.terms[id]
+	delete(s.terms, id)
+	s.mu.Unlock()
+	if t == nil {
+		return fsError(codeResourceNotFound, "unknown terminal %q", id)
+	}
+	s.stopTerminal(t)
+	s.queue.push(queueItem{event: backend.TerminalReleased{TerminalID: id}})
+	return nil
+}
+
+func (s *session) stopTerminal(t *terminal) {
+	_ = killGroup(t.pid)
+	<-t.exited
+}
+
+// releaseTerminals releases every terminal of the session.
+func (s *session) releaseTerminals() {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.terms))
+	for id := range s.terms {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		_ = s.releaseTerminal(id)
+	}
+}

@@ -1,0 +1,338 @@
+// Package host is the AHP server core: it speaks JSON-RPC 2.0 over any
+// transport.Conn, owns every channel's state (root, sessions, terminals),
+// runs the sequencer that validates, reduces, numbers (serverSeq) and
+// broadcasts every action, keeps the replay ring used by `reconnect`, and
+// protects itself from slow clients with bounded per-connection queues.
+//
+// The layer behind it (agents, permission policy) plugs in through the
+// Backend interface and submits server-originated actions with Dispatch.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// ProtocolVersion030 is the AHP baseline this host implements.
+const ProtocolVersion030 = "0.3.0"
+
+// supportedVersions lists the protocol versions the host implements, most
+// preferred first. A new version needs its codec at the connection edge.
+var supportedVersions = []string{ProtocolVersion030}
+
+// RootURI is the root channel.
+const RootURI = "ahp-root://"
+
+// Defaults applied by New for zero Options fields.
+const (
+	DefaultReplayBuffer            = 4096
+	DefaultOutboundQueue           = 1024
+	DefaultMaxSubscriptionsPerConn = 1024
+	DefaultMaxSessions             = 1024
+	DefaultFetchTurnsLimit         = 50
+	MaxFetchTurnsLimit             = 1000
+)
+
+// Options configures a Host. The zero value is usable.
+type Options struct {
+	// ReplayBuffer is how many sequenced envelopes are kept for
+	// `reconnect` replay (default 4096).
+	ReplayBuffer int
+	// OutboundQueue is the per-connection outbound queue length in
+	// messages (default 1024). A connection whose queue overflows is closed.
+	OutboundQueue int
+	// Clock returns the current time in Unix milliseconds (default
+	// time.Now); used for timestamps in state.
+	Clock func() int64
+	// Logger receives host events.
+	Logger zerolog.Logger
+	// MaxSubscriptionsPerConn bounds subscriptions per connection (default 1024).
+	MaxSubscriptionsPerConn int
+	// MaxSessions bounds live sessions (default 1024).
+	MaxSessions int
+	// ServerName is used in logs.
+	ServerName string
+	// DefaultDirectory is advertised in the initialize result when set.
+	DefaultDirectory string
+	// CompletionTriggerCharacters is advertised in the initialize result.
+	CompletionTriggerCharacters []string
+	// Agents is the initial root `agents` list. It may also be replaced
+	// later with a root/agentsChanged action through Dispatch.
+	Agents []wire.AgentInfo
+	// WireLog, when set, is called with every frame read ("in") and
+	// written ("out"). It must not retain or modify frame.
+	WireLog func(dir string, frame []byte)
+	// NewID returns a fresh identifier for server-started turns (default:
+	// random UUIDv4).
+	NewID func() string
+}
+
+// Stats are counters for monitoring and tests.
+type Stats struct {
+	// Connections is the number of connections being served.
+	Connections int
+	// Sessions is the number of live sessions.
+	Sessions int
+	// ServerSeq is the last assigned serverSeq.
+	ServerSeq int64
+	// EnvelopesEncoded counts action envelopes encoded; each is encoded
+	// once however many connections receive it.
+	EnvelopesEncoded int64
+	// FramesQueued counts frames queued to connections.
+	FramesQueued int64
+	// SlowConnectionsClosed counts connections closed because their
+	// outbound queue overflowed.
+	SlowConnectionsClosed int64
+}
+
+type counters struct {
+	encoded    atomic.Int64
+	queued     atomic.Int64
+	slowClosed atomic.Int64
+	panics     atomic.Int64 // recovered panics while handling messages (bugs)
+}
+
+// Host is an AHP server. Create it with New, call SetBackend, then serve
+// connections with ServeConn; Close ends everything.
+type Host struct {
+	opts    Options
+	log     zerolog.Logger
+	backend Backend
+
+	ctx    context.Context // cancelled by Close; parent of backend calls
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // channel workers
+
+	// mu is the sequencer lock. It guards seq, ring, channels, conns and
+	// every subscription set, and is always taken after a channel's own
+	// lock, never before.
+	mu       sync.Mutex
+	seq      int64
+	ring     *replayRing
+	channels map[string]*channel
+	root     *channel
+	conns    map[*conn]struct{}
+	nextConn uint64
+	closed   bool
+
+	stats counters
+}
+
+// New returns a Host with the given options.
+func New(opts Options) *Host {
+	if opts.ReplayBuffer <= 0 {
+		opts.ReplayBuffer = DefaultReplayBuffer
+	}
+	if opts.OutboundQueue <= 0 {
+		opts.OutboundQueue = DefaultOutboundQueue
+	}
+	if opts.Clock == nil {
+		opts.Clock = func() int64 { return time.Now().UnixMilli() }
+	}
+	if opts.MaxSubscriptionsPerConn <= 0 {
+		opts.MaxSubscriptionsPerConn = DefaultMaxSubscriptionsPerConn
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.NewID == nil {
+		opts.NewID = newUUID
+	}
+	log := opts.Logger
+	if opts.ServerName != "" {
+		log = log.With().Str("server", opts.ServerName).Logger()
+	}
+	h := &Host{
+		opts:     opts,
+		log:      log,
+		ring:     newReplayRing(opts.ReplayBuffer),
+		channels: make(map[string]*channel),
+		conns:    make(map[*conn]struct{}),
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.root = newChannel(RootURI, chanRoot)
+	h.root.root = newRootState(opts.Agents)
+	h.channels[RootURI] = h.root
+	return h
+}
+
+// SetBackend installs the backend. Call it before serving connections.
+func (h *Host) SetBackend(b Backend) { h.backend = b }
+
+// Stats returns a snapshot of the counters.
+func (h *Host) Stats() Stats {
+	h.mu.Lock()
+	s := Stats{Connections: len(h.conns), ServerSeq: h.seq}
+	for _, ch := range h.channels {
+		if ch.kind == chanSession {
+			s.Sessions++
+		}
+	}
+	h.mu.Unlock()
+	s.EnvelopesEncoded = h.stats.encoded.Load()
+	s.FramesQueued = h.stats.queued.Load()
+	s.SlowConnectionsClosed = h.stats.slowClosed.Load()
+	return s
+}
+
+// Close ends every connection, stops the channel workers and cancels
+// backend calls in flight. Connections served afterwards are refused.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	var workers []*worker
+	for _, ch := range h.channels {
+		if ch.worker != nil {
+			workers = append(workers, ch.worker)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.terminate("the server is shutting down")
+	}
+	h.cancel()
+	for _, w := range workers {
+		w.close()
+	}
+	h.wg.Wait()
+}
+
+func (h *Host) wireLog(dir string, frame []byte) {
+	if h.opts.WireLog != nil {
+		h.opts.WireLog(dir, frame)
+	}
+}
+
+// ServeConn runs one client connection until the peer goes away, the
+// connection is closed for falling behind, ctx is cancelled or the host is
+// closed. It returns nil when the peer disconnected cleanly.
+func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = tc.Close()
+		return errors.New("host: the server is shutting down")
+	}
+	h.nextConn++
+	c := &conn{
+		h:    h,
+		id:   h.nextConn,
+		tc:   tc,
+		out:  make(chan outFrame, h.opts.OutboundQueue),
+		kill: make(chan struct{}),
+		subs: make(map[string]*channel),
+	}
+	c.log = h.log.With().Uint64("conn", c.id).Logger()
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var loops sync.WaitGroup
+	loops.Add(2)
+	go func() {
+		defer loops.Done()
+		c.writeLoop()
+	}()
+	go func() {
+		// The closer: whatever ends the connection, closing the transport
+		// unblocks the read loop below.
+		defer loops.Done()
+		select {
+		case <-c.kill:
+		case <-cctx.Done():
+			c.terminate("the connection's context ended")
+		case <-h.ctx.Done():
+			c.terminate("the server is shutting down")
+		}
+		_ = tc.Close()
+	}()
+
+	var readErr error
+	for {
+		msg, err := tc.ReadMessage()
+		if err != nil {
+			readErr = err
+			break
+		}
+		h.wireLog("in", msg)
+		h.handleFrame(cctx, c, msg)
+	}
+	if errors.Is(readErr, io.EOF) {
+		c.terminate("the client disconnected")
+		readErr = nil
+	} else {
+		c.terminate("read failed: " + readErr.Error())
+	}
+	cancel()
+	loops.Wait()
+	c.reqWG.Wait()
+	h.dropConn(c)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	return readErr
+}
+
+// dropConn forgets a finished connection and its subscriptions.
+func (h *Host) dropConn(c *conn) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	for uri, ch := range c.subs {
+		delete(ch.subs, c)
+		delete(c.subs, uri)
+	}
+	clientID := c.clientID
+	stillConnected := false
+	for o := range h.conns {
+		if o.clientID == clientID {
+			stillConnected = true
+			break
+		}
+	}
+	h.mu.Unlock()
+	if clientID != "" && !stillConnected {
+		h.releaseActiveClient(clientID)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// sortedKeys returns a map's keys in order (deterministic output).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// errClosed is returned by Dispatch and friends after Close.
+var errClosed = errors.New("host: closed")
+
+// errUnknownChannel wraps channel lookups that fail.
+func errUnknownChannel(uri string) error {
+	return fmt.Errorf("host: no channel %q", uri)
+}

@@ -1,0 +1,72 @@
+package host
+
+// ringEntry is one sequenced action envelope kept for replay.
+type ringEntry struct {
+	seq     int64
+	channel string
+	// frame is the complete `action` notification; env is the envelope
+	// inside it (a sub-slice), reused verbatim in reconnect replies.
+	frame []byte
+	env   []byte
+}
+
+// replayRing keeps the most recent sequenced envelopes. Every accepted
+// action gets the next serverSeq and is pushed here, so the retained
+// entries always have consecutive sequence numbers.
+type replayRing struct {
+	buf   []ringEntry
+	start int // index of the oldest entry
+	n     int // number of retained entries
+}
+
+func newReplayRing(size int) *replayRing {
+	if size < 1 {
+		size = 1
+	}
+	return &replayRing{buf: make([]ringEntry, size)}
+}
+
+// push appends e, evicting the oldest entry when full.
+func (r *replayRing) push(e ringEntry) {
+	if r.n < len(r.buf) {
+		r.buf[(r.start+r.n)%len(r.buf)] = e
+		r.n++
+		return
+	}
+	r.buf[r.start] = e
+	r.start = (r.start + 1) % len(r.buf)
+}
+
+// oldest returns the smallest retained serverSeq.
+func (r *replayRing) oldest() (int64, bool) {
+	if r.n == 0 {
+		return 0, false
+	}
+	return r.buf[r.start].seq, true
+}
+
+// canReplayFrom reports whether every envelope after lastSeen, up to
+// current (the latest assigned serverSeq), is still retained.
+func (r *replayRing) canReplayFrom(lastSeen, current int64) bool {
+	if lastSeen < 0 || lastSeen > current {
+		return false // a sequence number this server never issued
+	}
+	if lastSeen == current {
+		return true // nothing missed
+	}
+	oldest, ok := r.oldest()
+	return ok && lastSeen >= oldest-1
+}
+
+// after calls fn for every retained entry with seq > lastSeen, in order.
+func (r *replayRing) after(lastSeen int64, fn func(*ringEntry)) {
+	for i := 0; i < r.n; i++ {
+		e := &r.buf[(r.start+i)%len(r.buf)]
+		if e.seq > lastSeen {
+			fn(e)
+		}
+	}
+}
+
+// len reports the number of retained entries.
+func (r *replayRing) len() int { return r.n }

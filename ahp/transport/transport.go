@@ -1,0 +1,29 @@
+// Package transport defines the message-oriented connection contract that
+// every AHP transport (WebSocket, stdio, in-memory pipes in tests) fulfils
+// and that the host serves. It is a leaf package so transports need not
+// import the host.
+package transport
+
+import "context"
+
+// Conn is one bidirectional, ordered, reliable stream of complete JSON-RPC
+// messages.
+//
+// ReadMessage is called from a single goroutine; WriteMessage from a single
+// (other) goroutine; Close may be called from any goroutine, more than once,
+// and must unblock a pending ReadMessage or WriteMessage.
+type Conn interface {
+	// ReadMessage returns the next complete message. Any error ends the
+	// connection; io.EOF means the peer went away cleanly.
+	ReadMessage() ([]byte, error)
+	// WriteMessage sends one complete message.
+	WriteMessage(msg []byte) error
+	// Close tears the connection down.
+	Close() error
+}
+
+// Server runs client connections; *host.Host implements it.
+type Server interface {
+	// ServeConn runs one connection until it ends or ctx is cancelled.
+	ServeConn(ctx context.Context, c Conn) error
+}

@@ -1,0 +1,290 @@
+// Package ws serves AHP over WebSocket: an http.Handler that checks the
+// access token and the browser Origin before upgrading, then hands each
+// connection (one JSON-RPC message per text frame) to a transport.Server.
+package ws
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
+)
+
+// Defaults used when Options leaves a field zero.
+const (
+	DefaultMaxMessageSize = 4 << 20
+	DefaultWriteTimeout   = 10 * time.Second
+	DefaultPingInterval   = 30 * time.Second
+)
+
+// Options configures a Handler.
+type Options struct {
+	// Token, when non-empty, must be presented as the `tkn` query parameter
+	// or an `Authorization: Bearer TOKEN` header; otherwise the upgrade is
+	// answered 401. Empty disables the check (the `--no-token` mode).
+	Token string
+	// AllowedOrigins lists the browser origins (scheme://host[:port]) that
+	// may connect. A request without an Origin header (a non-browser client)
+	// is always allowed; any other Origin not listed is answered 403.
+	AllowedOrigins []string
+	// MaxMessageSize is the largest accepted frame in bytes (default 4 MiB).
+	// A larger frame closes the connection.
+	MaxMessageSize int64
+	// WriteTimeout bounds a single frame write (default 10s); a peer that
+	// does not drain its socket within it is disconnected.
+	WriteTimeout time.Duration
+	// PingInterval is how often WebSocket pings are sent to keep
+	// intermediaries from timing out an idle connection (default 30s;
+	// negative disables). A peer that does not answer within two intervals
+	// is disconnected.
+	PingInterval time.Duration
+	// Logger receives connection-level events.
+	Logger zerolog.Logger
+}
+
+// Handler is the http.Handler serving AHP WebSocket connections.
+type Handler struct {
+	srv      transport.Server
+	opts     Options
+	origins  map[string]struct{}
+	upgrader websocket.Upgrader
+
+	// ctx is cancelled by Close so ServeConn calls end with the handler.
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards closed and wg.Add against Close
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewHandler returns a Handler that serves every accepted connection with
+// srv.ServeConn.
+func NewHandler(srv transport.Server, opts Options) *Handler {
+	if opts.MaxMessageSize <= 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.PingInterval == 0 {
+		opts.PingInterval = DefaultPingInterval
+	}
+	h := &Handler{srv: srv, opts: opts, origins: make(map[string]struct{})}
+	for _, o := range opts.AllowedOrigins {
+		if n, ok := normalizeOrigin(o); ok {
+			h.origins[n] = struct{}{}
+		}
+	}
+	h.upgrader = websocket.Upgrader{
+		ReadBufferSize:  32 << 10,
+		WriteBufferSize: 32 << 10,
+		// The Origin was already checked in ServeHTTP, before the upgrade.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h
+}
+
+// ServeHTTP authenticates the request, upgrades it and serves the
+// connection until it ends.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	log := h.opts.Logger.With().Str("remote", r.RemoteAddr).Logger()
+	if !h.tokenOK(r) {
+		log.Warn().Msg("refused WebSocket connection: missing or wrong token")
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ahp"`)
+		http.Error(w, "unauthorized: a valid token is required (tkn query parameter or Authorization: Bearer)", http.StatusUnauthorized)
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originOK(origin) {
+		log.Warn().Str("origin", origin).Msg("refused WebSocket connection from a browser origin that is not allowed")
+		http.Error(w, "forbidden: origin not allowed", http.StatusForbidden)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		http.Error(w, "this endpoint speaks AHP over WebSocket; send a WebSocket upgrade request", http.StatusUpgradeRequired)
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	wsc, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// Upgrade has already answered the request with an HTTP error.
+		log.Warn().Err(err).Msg("WebSocket upgrade failed")
+		return
+	}
+	c := newConn(wsc, h.opts)
+	defer c.Close()
+	log.Debug().Msg("WebSocket connection accepted")
+	if err := h.srv.ServeConn(h.ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+		log.Debug().Err(err).Msg("WebSocket connection ended")
+	}
+}
+
+// Close stops every connection served by h and waits for them to end.
+// Requests arriving afterwards are refused.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}
+
+func (h *Handler) tokenOK(r *http.Request) bool {
+	if h.opts.Token == "" {
+		return true
+	}
+	want := []byte(h.opts.Token)
+	if got := r.URL.Query().Get("tkn"); got != "" && subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+		return true
+	}
+	auth := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(auth) > len(prefix) && strings.EqualFold(auth[:len(prefix)], prefix) {
+		got := strings.TrimSpace(auth[len(prefix):])
+		if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) originOK(origin string) bool {
+	n, ok := normalizeOrigin(origin)
+	if !ok {
+		return false
+	}
+	_, allowed := h.origins[n]
+	return allowed
+}
+
+// normalizeOrigin lower-cases scheme and host and drops default ports so
+// that configured and presented origins compare reliably.
+func normalizeOrigin(o string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(o))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = host + ":" + port
+	}
+	return scheme + "://" + host, true
+}
+
+// Conn adapts a gorilla WebSocket connection to transport.Conn.
+type Conn struct {
+	ws   *websocket.Conn
+	opts Options
+
+	closeOnce sync.Once
+	done      chan struct{}
+	pingDone  chan struct{}
+}
+
+// NewConn wraps an already-established WebSocket connection (client or
+// server side) as a transport.Conn. Handler uses it for accepted
+// connections; clients and tests may use it for dialled ones.
+func NewConn(wsc *websocket.Conn, opts Options) *Conn {
+	if opts.MaxMessageSize <= 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	return newConn(wsc, opts)
+}
+
+func newConn(wsc *websocket.Conn, opts Options) *Conn {
+	c := &Conn{ws: wsc, opts: opts, done: make(chan struct{}), pingDone: make(chan struct{})}
+	wsc.SetReadLimit(opts.MaxMessageSize)
+	if opts.PingInterval > 0 {
+		deadline := func() time.Time { return time.Now().Add(2 * opts.PingInterval) }
+		_ = wsc.SetReadDeadline(deadline())
+		wsc.SetPongHandler(func(string) error { return wsc.SetReadDeadline(deadline()) })
+		go c.pingLoop()
+	} else {
+		close(c.pingDone)
+	}
+	return c
+}
+
+// pingLoop keeps the connection alive; it ends when the connection closes.
+func (c *Conn) pingLoop() {
+	defer close(c.pingDone)
+	t := time.NewTicker(c.opts.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.WriteTimeout)); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// ReadMessage returns the payload of the next data frame. Text and binary
+// frames are both accepted; AHP peers send text.
+func (c *Conn) ReadMessage() ([]byte, error) {
+	for {
+		typ, msg, err := c.ws.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				return nil, fmt.Errorf("ws: frame larger than %d bytes: %w", c.opts.MaxMessageSize, err)
+			}
+			return nil, err
+		}
+		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
+			return msg, nil
+		}
+	}
+}
+
+// WriteMessage sends msg as one text frame, giving up after WriteTimeout.
+func (c *Conn) WriteMessage(msg []byte) error {
+	if err := c.ws.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, msg)
+}
+
+// Close sends a best-effort close frame and closes the socket. It is safe
+// to call more than once and from any goroutine.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		err = c.ws.Close()
+		<-c.pingDone
+	})
+	return err
+}
+
+var _ transport.Conn = (*Conn)(nil)

@@ -1,0 +1,375 @@
+// Package backend is the neutral vocabulary spoken between the bridge and the
+// agents behind it.
+//
+// Backends (ACP agents in package acp, agent-channel servers in package
+// agentchan) translate their own wire protocol into the Events defined here
+// and accept the commands of the Session interface. Package mapping turns the
+// Events into AHP actions; package bridge owns sessions and turns and joins
+// the pieces. Nothing here does I/O, and nothing here knows AHP or ACP wire
+// shapes, so a new kind of backend only has to speak this vocabulary.
+package backend
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider is one configured agent: an ACP command or an agent-channel URL.
+// A provider may host many sessions.
+type Provider interface {
+	// Info describes the provider for the AHP root state. It must not block
+	// on starting the agent.
+	Info() ProviderInfo
+
+	// OpenSession creates a backend session. Events for the session are
+	// delivered to sink, in order, from the moment OpenSession is called
+	// until the Session is closed. OpenSession may start the agent process
+	// or dial the backend; its error text is shown to the user as the
+	// session's creation failure, so it must say what the agent said.
+	OpenSession(ctx context.Context, opts SessionOptions, sink Sink) (Session, error)
+
+	// Close stops every process or connection the provider owns.
+	Close(ctx context.Context) error
+}
+
+// ProviderInfo is what the root state shows about a provider.
+type ProviderInfo struct {
+	ID          string
+	DisplayName string
+	Description string
+	Models      []ModelInfo
+}
+
+// ModelInfo is one model a provider offers.
+type ModelInfo struct {
+	ID   string
+	Name string
+}
+
+// SessionOptions are the parameters of a new backend session.
+type SessionOptions struct {
+	// SessionID is the bridge's identifier for the session (the UUID of the
+	// AHP session URI). Backends use it only for logging and correlation.
+	SessionID string
+	// Cwd is the working directory; fs and terminal requests are confined to it.
+	Cwd string
+	// Model is the requested model id, or "" for the agent's default.
+	Model string
+}
+
+// Sink receives events from a backend session. Implementations must return
+// quickly and never block on the network: backends call it from their read
+// loops.
+type Sink interface {
+	Event(ev Event)
+}
+
+// SinkFunc adapts a function to the Sink interface.
+type SinkFunc func(Event)
+
+// Event calls f(ev).
+func (f SinkFunc) Event(ev Event) { f(ev) }
+
+// Session is one conversation with an agent.
+type Session interface {
+	// Prompt runs one turn. It returns when the agent ends the turn (or the
+	// turn fails); the events of the turn have been delivered to the sink
+	// before Prompt returns. A cancelled turn returns StopCancelled.
+	Prompt(ctx context.Context, p Prompt) (TurnResult, error)
+
+	// Cancel asks the agent to stop the running turn. It does not wait for
+	// the turn to end; Prompt returns when it has.
+	Cancel(ctx context.Context) error
+
+	// SetConfig changes a session setting (model, mode or another config
+	// option) on the agent.
+	SetConfig(ctx context.Context, key, value string) error
+
+	// Close ends the session on the agent when the agent supports it.
+	Close(ctx context.Context) error
+}
+
+// Prompt is the user's message for one turn.
+type Prompt struct {
+	TurnID      string
+	Text        string
+	Attachments []Attachment
+}
+
+// AttachmentKind tells how an attachment is carried.
+type AttachmentKind string
+
+// Attachment kinds.
+const (
+	// AttachResourceLink refers to a resource by URI only.
+	AttachResourceLink AttachmentKind = "resource_link"
+	// AttachEmbedded carries the resource's text inline.
+	AttachEmbedded AttachmentKind = "embedded"
+)
+
+// Attachment is a file or resource attached to a prompt.
+type Attachment struct {
+	Kind     AttachmentKind
+	URI      string
+	Name     string
+	MimeType string
+	Text     string // for AttachEmbedded
+}
+
+// StopReason tells why a turn ended.
+type StopReason string
+
+// Stop reasons, named after ACP's.
+const (
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTokens       StopReason = "max_tokens"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopRefusal         StopReason = "refusal"
+	StopCancelled       StopReason = "cancelled"
+)
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	StopReason StopReason
+	Usage      *Usage
+	// Summary is final text that was not streamed (agent-channel `result`).
+	Summary string
+}
+
+// Usage is token accounting for a turn.
+type Usage struct {
+	InputTokens       int64
+	OutputTokens      int64
+	CachedInputTokens int64
+	Model             string
+}
+
+// Event is something a backend session reports. The concrete types below
+// are the whole set; a backend that has something else to say uses Custom.
+type Event interface{ isEvent() }
+
+// TextChunk is a piece of the agent's visible answer.
+type TextChunk struct{ Text string }
+
+// ThoughtChunk is a piece of the agent's reasoning.
+type ThoughtChunk struct{ Text string }
+
+// ContentBlock is non-text content in the agent's answer (an image, audio, a
+// resource or resource link). Raw is the backend's JSON for the block.
+type ContentBlock struct {
+	Type     string // "image", "audio", "resource", "resource_link"
+	URI      string
+	Name     string
+	MimeType string
+	Text     string // embedded resource text, if any
+	Data     string // base64 data for image/audio
+	Raw      json.RawMessage
+}
+
+// ToolStatus is a tool call's status, named after ACP's. Backend-specific
+// statuses (ACP v2 `_`-prefixed) are passed through unchanged.
+type ToolStatus string
+
+// Tool call statuses.
+const (
+	ToolPending    ToolStatus = "pending"
+	ToolInProgress ToolStatus = "in_progress"
+	ToolCompleted  ToolStatus = "completed"
+	ToolFailed     ToolStatus = "failed"
+)
+
+// ToolCall starts a tool call or updates it (upsert by ID). Nil or empty
+// fields in an update mean "unchanged", except Content, whose handling is
+// given by ContentMode.
+type ToolCall struct {
+	ID     string
+	Title  string
+	Kind   string // ACP tool kind: read, edit, delete, move, search, execute, think, fetch, switch_mode, other, or a custom `_` kind
+	Status ToolStatus
+	// Update is true for a tool_call_update (only set fields change) and
+	// false for a tool_call (the full description of the call).
+	Update      bool
+	ContentMode ContentMode
+	Content     []ToolContent
+	Locations   []Location
+	RawInput    json.RawMessage
+	RawOutput   json.RawMessage
+	Meta        map[string]any
+}
+
+// ContentMode says what a ToolCall's Content does to the content so far.
+type ContentMode int
+
+// Content modes.
+const (
+	// ContentUnchanged leaves the content as it is (the field was absent).
+	ContentUnchanged ContentMode = iota
+	// ContentReplace replaces the content; an empty Content clears it.
+	ContentReplace
+	// ContentAppend appends Content (ACP v2 tool_call_content_chunk).
+	ContentAppend
+)
+
+// ToolContent is one item of a tool call's content.
+type ToolContent struct {
+	Type string // "content", "diff", "terminal", or a backend-specific type
+	// For Type "content": the content block, text or otherwise.
+	Text  string
+	Block *ContentBlock
+	// For Type "diff".
+	Path    string
+	OldText *string
+	NewText string
+	// For Type "terminal".
+	TerminalID string
+	Raw        json.RawMessage
+}
+
+// Location is a file a tool call touches.
+type Location struct {
+	Path string
+	Line *int
+}
+
+// PermissionOptionKind is ACP's option kind.
+type PermissionOptionKind string
+
+// Permission option kinds.
+const (
+	AllowOnce    PermissionOptionKind = "allow_once"
+	AllowAlways  PermissionOptionKind = "allow_always"
+	RejectOnce   PermissionOptionKind = "reject_once"
+	RejectAlways PermissionOptionKind = "reject_always"
+)
+
+// PermissionOption is one answer the agent offers.
+type PermissionOption struct {
+	ID   string
+	Name string
+	Kind PermissionOptionKind
+}
+
+// PermissionOutcome is the answer to a permission request. OptionID is ""
+// when the request is cancelled.
+type PermissionOutcome struct {
+	Cancelled bool
+	OptionID  string
+}
+
+// PermissionRequest asks the user to approve a tool call. ToolCall carries
+// the tool call as the agent described it in the request; it may be the first
+// the bridge hears of it. Respond must be called exactly once; calls after
+// the first are ignored.
+type PermissionRequest struct {
+	ToolCall ToolCall
+	Options  []PermissionOption
+	Respond  func(PermissionOutcome)
+}
+
+// Question asks the user for free-form answers (agent-channel `question`).
+// Respond must be called exactly once with the answers, or with declined
+// set when the user declined or the turn ended.
+type Question struct {
+	Questions []string
+	Respond   func(answers []string, declined bool)
+}
+
+// PlanEntry is one item of the agent's plan.
+type PlanEntry struct {
+	Content  string
+	Priority string
+	Status   string
+}
+
+// Plan replaces the agent's whole plan.
+type Plan struct{ Entries []PlanEntry }
+
+// UsageUpdate reports token usage during a turn.
+type UsageUpdate struct{ Usage Usage }
+
+// TitleChanged sets the session title.
+type TitleChanged struct{ Title string }
+
+// ConfigOption is one session setting the agent exposes (a mode, a model or
+// another ACP config option).
+type ConfigOption struct {
+	ID          string
+	Name        string
+	Description string
+	Category    string // "mode", "model", or another category
+	Current     string
+	Values      []ConfigValue
+}
+
+// ConfigValue is one choice of a ConfigOption.
+type ConfigValue struct {
+	ID          string
+	Name        string
+	Description string
+}
+
+// ConfigChanged replaces the agent's session settings.
+type ConfigChanged struct{ Options []ConfigOption }
+
+// CommandsChanged replaces the agent's slash commands.
+type CommandsChanged struct{ Commands []Command }
+
+// Command is one slash command the agent offers.
+type Command struct {
+	Name        string
+	Description string
+	InputHint   string
+}
+
+// TerminalStarted says a terminal was created for the session; its output
+// follows as TerminalOutput events.
+type TerminalStarted struct {
+	TerminalID string
+	Command    string
+	Cwd        string
+}
+
+// TerminalOutput is output of a terminal.
+type TerminalOutput struct {
+	TerminalID string
+	Data       string
+}
+
+// TerminalExited says a terminal's command ended.
+type TerminalExited struct {
+	TerminalID string
+	ExitCode   *int
+	Signal     string
+}
+
+// TerminalReleased says the agent released a terminal.
+type TerminalReleased struct{ TerminalID string }
+
+// Custom is an update kind the backend does not know. It is kept so that
+// nothing the agent says is silently lost.
+type Custom struct {
+	Kind string
+	Raw  json.RawMessage
+}
+
+// Disconnected says the backend connection or process is gone; any running
+// turn is over. Err explains why in words for the user.
+type Disconnected struct{ Err error }
+
+func (TextChunk) isEvent()         {}
+func (ThoughtChunk) isEvent()      {}
+func (ContentBlock) isEvent()      {}
+func (ToolCall) isEvent()          {}
+func (PermissionRequest) isEvent() {}
+func (Question) isEvent()          {}
+func (Plan) isEvent()              {}
+func (UsageUpdate) isEvent()       {}
+func (TitleChanged) isEvent()      {}
+func (ConfigChanged) isEvent()     {}
+func (CommandsChanged) isEvent()   {}
+func (TerminalStarted) isEvent()   {}
+func (TerminalOutput) isEvent()    {}
+func (TerminalExited) isEvent()    {}
+func (TerminalReleased) isEvent()  {}
+func (Custom) isEvent()            {}
+func (Disconnected) isEvent()      {}

@@ -1,0 +1,228 @@
+package mapping
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+)
+
+// Approval policies of `--approve`.
+const (
+	PolicyAsk   = "ask"   // forward every permission request to AHP clients
+	PolicyAll   = "all"   // approve everything
+	PolicyReads = "reads" // approve read-only kinds, ask for the rest
+	PolicyNone  = "none"  // deny everything
+)
+
+// ReadKinds are the ACP tool kinds the `reads` policy approves.
+var readKinds = map[string]bool{"read": true, "search": true, "think": true, "fetch": true}
+
+// AutoApprove applies an `--approve` policy to a tool call of the given ACP
+// kind. decide is false when the user must be asked; otherwise approve says
+// what the policy decided. Unknown policies ask.
+func AutoApprove(policy string, kind string) (decide bool, approve bool) {
+	switch policy {
+	case PolicyAll:
+		return true, true
+	case PolicyNone:
+		return true, false
+	case PolicyReads:
+		if readKinds[kind] {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// AutoOutcome is the answer a policy decision gives: approve picks
+// allow_once, else allow_always; deny picks reject_once, else reject_always;
+// when no option fits the request is cancelled.
+func AutoOutcome(options []backend.PermissionOption, approve bool) backend.PermissionOutcome {
+	prefs := []backend.PermissionOptionKind{backend.RejectOnce, backend.RejectAlways}
+	if approve {
+		prefs = []backend.PermissionOptionKind{backend.AllowOnce, backend.AllowAlways}
+	}
+	for _, kind := range prefs {
+		for _, o := range options {
+			if o.Kind == kind {
+				return backend.PermissionOutcome{OptionID: o.ID}
+			}
+		}
+	}
+	return backend.PermissionOutcome{Cancelled: true}
+}
+
+// Confirmation is a client's session/toolCallConfirmed, whichever variant
+// (wire.StateAction carries the approved and the denied form as different
+// types).
+type Confirmation struct {
+	TurnID           string
+	ToolCallID       string
+	Approved         bool
+	SelectedOptionID string
+	// Action is the action as PermissionOutcome takes it.
+	Action *wire.SessionToolCallConfirmedAction
+}
+
+// ConfirmationOf recognises a session/toolCallConfirmed action; ok is false
+// for any other action.
+func ConfirmationOf(a wire.StateAction) (c Confirmation, ok bool) {
+	switch v := a.Value.(type) {
+	case *wire.SessionToolCallApprovedAction:
+		c = Confirmation{TurnID: v.TurnID, ToolCallID: v.ToolCallID, Approved: true, SelectedOptionID: deref(v.SelectedOptionID)}
+	case *wire.SessionToolCallDeniedAction:
+		c = Confirmation{TurnID: v.TurnID, ToolCallID: v.ToolCallID, SelectedOptionID: deref(v.SelectedOptionID)}
+	default:
+		return Confirmation{}, false
+	}
+	action := wire.NewSessionToolCallConfirmedAction(a.Value)
+	c.Action = &action
+	return c, true
+}
+
+// PermissionOutcome turns a client's session/toolCallConfirmed into the
+// backend's answer: the selected option when it is one of the backend's;
+// otherwise by approval (see AutoOutcome). A nil or unrecognised action
+// cancels.
+func PermissionOutcome(options []backend.PermissionOption, confirmed *wire.SessionToolCallConfirmedAction) backend.PermissionOutcome {
+	if confirmed == nil {
+		return backend.PermissionOutcome{Cancelled: true}
+	}
+	var selected string
+	var approve bool
+	switch v := confirmed.Value.(type) {
+	case *wire.SessionToolCallApprovedAction:
+		selected, approve = deref(v.SelectedOptionID), true
+	case *wire.SessionToolCallDeniedAction:
+		selected, approve = deref(v.SelectedOptionID), false
+	default:
+		return backend.PermissionOutcome{Cancelled: true}
+	}
+	if selected != "" {
+		for _, o := range options {
+			if o.ID == selected {
+				return backend.PermissionOutcome{OptionID: o.ID}
+			}
+		}
+	}
+	return AutoOutcome(options, approve)
+}
+
+// InputAnswers turns a client's session/inputCompleted into the backend's
+// answers, one per question of req in order. The answers come from the
+// action, or from req (the request as it stands in the session state, with
+// the drafts clients submitted) when the action carries none. A declined or
+// cancelled request returns declined.
+func InputAnswers(req wire.SessionInputRequest, completed *wire.SessionInputCompletedAction) (answers []string, declined bool) {
+	if completed == nil || completed.Response != wire.SessionInputResponseKindAccept {
+		return nil, true
+	}
+	given := completed.Answers
+	if given == nil {
+		given = req.Answers
+	}
+	answers = make([]string, 0, len(req.Questions))
+	for _, q := range req.Questions {
+		a, ok := given[questionID(q)]
+		if !ok {
+			answers = append(answers, "")
+			continue
+		}
+		answers = append(answers, answerText(a))
+	}
+	return answers, false
+}
+
+// answerText renders one answer as the plain text a backend expects.
+func answerText(a wire.SessionInputAnswer) string {
+	switch v := a.Value.(type) {
+	case *wire.SessionInputAnswered:
+		return answerValueText(v.Value)
+	case *wire.SessionInputSkipped:
+		return strings.Join(v.FreeformValues, ", ")
+	}
+	return ""
+}
+
+func answerValueText(v wire.SessionInputAnswerValue) string {
+	switch x := v.Value.(type) {
+	case *wire.SessionInputTextAnswerValue:
+		return x.Value
+	case *wire.SessionInputNumberAnswerValue:
+		return strconv.FormatFloat(x.Value, 'f', -1, 64)
+	case *wire.SessionInputBooleanAnswerValue:
+		return strconv.FormatBool(x.Value)
+	case *wire.SessionInputSelectedAnswerValue:
+		return strings.Join(append([]string{x.Value}, x.FreeformValues...), ", ")
+	case *wire.SessionInputSelectedManyAnswerValue:
+		return strings.Join(append(append([]string(nil), x.Value...), x.FreeformValues...), ", ")
+	}
+	return ""
+}
+
+// PromptFromTurn turns a session/turnStarted into the backend prompt.
+// Resource attachments become resource links, embedded resources embedded
+// text (base64 data decoded; binary data that is not UTF-8 stays base64),
+// simple attachments with a model representation are appended to the text
+// so the agent sees what the user attached, and attachments of unknown kinds
+// are passed on as embedded JSON.
+func PromptFromTurn(a *wire.SessionTurnStartedAction) backend.Prompt {
+	if a == nil {
+		return backend.Prompt{}
+	}
+	p := backend.Prompt{TurnID: a.TurnID, Text: a.Message.Text}
+	for _, att := range a.Message.Attachments {
+		switch v := att.Value.(type) {
+		case *wire.MessageResourceAttachment:
+			p.Attachments = append(p.Attachments, backend.Attachment{
+				Kind: backend.AttachResourceLink, URI: v.URI, Name: v.Label, MimeType: deref(v.ContentType),
+			})
+		case *wire.MessageEmbeddedResourceAttachment:
+			text := v.Data
+			if b, err := base64.StdEncoding.DecodeString(v.Data); err == nil && utf8.Valid(b) {
+				text = string(b)
+			}
+			p.Attachments = append(p.Attachments, backend.Attachment{
+				Kind: backend.AttachEmbedded, URI: embeddedURI(v), Name: v.Label, MimeType: v.ContentType, Text: text,
+			})
+		case *wire.SimpleMessageAttachment:
+			if rep := deref(v.ModelRepresentation); rep != "" {
+				p.Text += "\n\n" + rep
+			}
+		case json.RawMessage:
+			// An attachment kind this bridge does not know: pass its JSON
+			// on rather than drop what the user attached.
+			var head struct {
+				Label string `json:"label"`
+			}
+			_ = json.Unmarshal(v, &head)
+			p.Attachments = append(p.Attachments, backend.Attachment{
+				Kind: backend.AttachEmbedded, URI: "attachment:" + pathSeg(orDefault(head.Label, "unknown")),
+				Name: head.Label, MimeType: "application/json", Text: string(v),
+			})
+		}
+	}
+	return p
+}
+
+// embeddedURI names an embedded attachment: its `_meta.uri` when the client
+// gave one, else a URI made from its label.
+func embeddedURI(v *wire.MessageEmbeddedResourceAttachment) string {
+	if u, ok := v.Meta["uri"].(string); ok && u != "" {
+		return u
+	}
+	return "attachment:" + pathSeg(v.Label)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,403 @@
+package mapping
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+)
+
+// DefaultToolName is the AHP toolName of a tool call whose backend gave no kind.
+const DefaultToolName = "tool"
+
+// isTerminal reports whether a backend status ends the tool call.
+func isTerminal(s backend.ToolStatus) bool {
+	return s == backend.ToolCompleted || s == backend.ToolFailed
+}
+
+// isRunning reports whether a backend status means the tool is executing or
+// done (so it no longer waits for parameters or confirmation).
+func isRunning(s backend.ToolStatus) bool {
+	return s == backend.ToolInProgress || isTerminal(s)
+}
+
+// merge applies a ToolCall (a full description or an update) to the state.
+// Empty fields leave the state unchanged; content follows ContentMode.
+func (ts *toolState) merge(e backend.ToolCall) (contentChanged bool) {
+	if e.Title != "" {
+		ts.title = e.Title
+	}
+	if e.Kind != "" {
+		ts.kind = e.Kind
+	}
+	if e.Status != "" {
+		ts.status = e.Status
+	}
+	if e.Locations != nil {
+		ts.locations = e.Locations
+	}
+	if len(e.RawInput) > 0 {
+		ts.rawInput = e.RawInput
+	}
+	if len(e.RawOutput) > 0 {
+		ts.rawOutput = e.RawOutput
+	}
+	if len(e.Meta) > 0 {
+		if ts.meta == nil {
+			ts.meta = map[string]any{}
+		}
+		maps.Copy(ts.meta, e.Meta)
+	}
+	mode := e.ContentMode
+	if mode == backend.ContentUnchanged && !e.Update && e.Content != nil {
+		// A full tool_call carries the whole content.
+		mode = backend.ContentReplace
+	}
+	switch mode {
+	case backend.ContentReplace:
+		ts.content = append([]backend.ToolContent(nil), e.Content...)
+		return true
+	case backend.ContentAppend:
+		ts.content = append(ts.content, e.Content...)
+		return len(e.Content) > 0
+	}
+	return false
+}
+
+func (ts *toolState) toolName() string { return orDefault(ts.kind, DefaultToolName) }
+
+func (ts *toolState) displayName() string { return orDefault(ts.title, ts.toolName()) }
+
+// toolMeta is the `_meta` of the tool call: the backend's own meta plus the
+// ACP fields AHP has no place for (kind, locations, custom status).
+func (ts *toolState) toolMeta() map[string]any {
+	m := maps.Clone(ts.meta)
+	if m == nil {
+		m = map[string]any{}
+	}
+	if ts.kind != "" {
+		m["kind"] = ts.kind
+	}
+	if len(ts.locations) > 0 {
+		locs := make([]any, 0, len(ts.locations))
+		for _, l := range ts.locations {
+			loc := map[string]any{"path": l.Path}
+			if l.Line != nil {
+				loc["line"] = *l.Line
+			}
+			locs = append(locs, loc)
+		}
+		m["locations"] = locs
+	}
+	if ts.status != "" && !knownStatus(ts.status) {
+		m["status"] = string(ts.status)
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func knownStatus(s backend.ToolStatus) bool {
+	switch s {
+	case backend.ToolPending, backend.ToolInProgress, backend.ToolCompleted, backend.ToolFailed:
+		return true
+	}
+	return false
+}
+
+// start begins (or, for a re-used id, re-begins) a tool call in AHP.
+func (t *Turn) start(e backend.ToolCall) (*toolState, []wire.StateAction) {
+	ts := &toolState{ahpID: e.ID}
+	switch n := t.reopened[e.ID]; {
+	case e.ID == "":
+		// Only a permission request can get here without an id (invalid,
+		// but the user must still see it): give it one.
+		ts.ahpID = "tool-" + t.ids()
+	case n > 0:
+		ts.ahpID = fmt.Sprintf("%s#%d", e.ID, n+1)
+	}
+	ts.merge(e)
+	t.tools[e.ID] = ts
+	t.toolOrder = append(t.toolOrder, ts)
+	t.closeParts()
+	acts := []wire.StateAction{toolCallStartAction(t.id, ts.ahpID, ts.toolName(), ts.displayName(), ts.toolMeta())}
+	return ts, append(acts, t.sendInput(ts)...)
+}
+
+// sendInput streams the raw input while the tool call is streaming. AHP can
+// only append to partial input, so it is sent once; later changes reach the
+// client in toolCallReady's toolInput.
+func (t *Turn) sendInput(ts *toolState) []wire.StateAction {
+	if ts.inputSent || ts.phase != phaseStreaming || len(ts.rawInput) == 0 {
+		return nil
+	}
+	ts.inputSent = true
+	return []wire.StateAction{toolCallDeltaAction(t.id, ts.ahpID, string(ts.rawInput))}
+}
+
+// lookup returns the state for a backend tool call, starting it when it has
+// not been seen. A finished tool call whose id comes back with a permission
+// request is re-started under a new AHP id (reopen).
+func (t *Turn) lookup(e backend.ToolCall, reopen bool) (ts *toolState, acts []wire.StateAction, changed bool) {
+	ts, ok := t.tools[e.ID]
+	if ok && reopen && ts.phase == phaseDone {
+		// Carry what is known over to the new AHP tool call, updated by e.
+		t.reopened[e.ID]++
+		next := toolState{title: ts.title, kind: ts.kind, locations: ts.locations, rawInput: ts.rawInput, meta: maps.Clone(ts.meta)}
+		next.merge(e)
+		ts, acts = t.start(backend.ToolCall{
+			ID: e.ID, Title: next.title, Kind: next.kind, Status: next.status, Locations: next.locations,
+			RawInput: next.rawInput, RawOutput: next.rawOutput, Meta: next.meta, ContentMode: backend.ContentReplace, Content: next.content,
+		})
+		return ts, acts, len(ts.content) > 0
+	}
+	if !ok {
+		ts, acts = t.start(e)
+		return ts, acts, len(ts.content) > 0
+	}
+	changed = ts.merge(e)
+	return ts, t.sendInput(ts), changed
+}
+
+func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
+	if e.ID == "" {
+		// Nothing can refer to an anonymous tool call; show it rather than drop it.
+		raw, _ := json.Marshal(map[string]any{"title": e.Title, "kind": e.Kind, "status": e.Status})
+		return t.custom(backend.Custom{Kind: "tool_call without toolCallId", Raw: raw})
+	}
+	before := statusOf(t.tools[e.ID])
+	ts, acts, changed := t.lookup(e, false)
+	switch ts.phase {
+	case phaseStreaming:
+		if ts.status != before && ts.status != "" && !knownStatus(ts.status) {
+			// A custom (`_`) status has no AHP counterpart; while the call
+			// streams, the progress message can show it.
+			acts = append(acts, toolCallProgressAction(t.id, ts.ahpID, fmt.Sprintf("%s (%s)", ts.displayName(), ts.status)))
+		}
+		if isRunning(ts.status) {
+			acts = append(acts, t.ready(ts, wire.ToolCallConfirmationReasonNotNeeded))
+			if isTerminal(ts.status) {
+				return append(acts, t.complete(ts, ts.status == backend.ToolCompleted))
+			}
+			if len(ts.content) > 0 {
+				acts = append(acts, t.contentChanged(ts))
+			}
+		}
+	case phasePending:
+		// The reducer accepts a completion while confirmation is pending
+		// (the agent went ahead or gave up); anything else waits.
+		if isTerminal(ts.status) {
+			acts = append(acts, t.complete(ts, ts.status == backend.ToolCompleted))
+		}
+	case phaseRunning:
+		if isTerminal(ts.status) {
+			return append(acts, t.complete(ts, ts.status == backend.ToolCompleted))
+		}
+		if changed {
+			acts = append(acts, t.contentChanged(ts))
+		}
+	}
+	return acts
+}
+
+// statusOf is the status of a possibly unknown tool call.
+func statusOf(ts *toolState) backend.ToolStatus {
+	if ts == nil {
+		return ""
+	}
+	return ts.status
+}
+
+// ready moves a streaming tool call to running with the given reason.
+func (t *Turn) ready(ts *toolState, reason wire.ToolCallConfirmationReason) wire.StateAction {
+	ts.phase = phaseRunning
+	return toolCallReadyAction(t.id, ts.ahpID, readyFields{
+		invocation: ts.displayName(),
+		toolInput:  string(ts.rawInput),
+		confirmed:  reason,
+	})
+}
+
+func (t *Turn) contentChanged(ts *toolState) wire.StateAction {
+	return toolCallContentChangedAction(t.id, ts.ahpID, t.toolContent(ts))
+}
+
+// complete ends a tool call with its result.
+func (t *Turn) complete(ts *toolState, success bool) wire.StateAction {
+	ts.phase = phaseDone
+	res := resultFields{
+		success:    success,
+		pastTense:  ts.displayName(),
+		content:    t.toolContent(ts),
+		structured: structured(ts.rawOutput),
+	}
+	if !success {
+		res.errMsg = orDefault(firstText(ts.content), ts.displayName()+" failed")
+	}
+	return toolCallCompleteAction(t.id, ts.ahpID, ts.toolMeta(), res)
+}
+
+// structured turns a raw output into AHP structuredContent: a JSON object as
+// is, any other JSON value under "value".
+func structured(raw json.RawMessage) map[string]any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err == nil && obj != nil {
+		return obj
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		if err != nil {
+			return map[string]any{"value": string(raw)}
+		}
+		return nil
+	}
+	return map[string]any{"value": v}
+}
+
+func firstText(content []backend.ToolContent) string {
+	for _, c := range content {
+		if c.Type == "content" && c.Block == nil && c.Text != "" {
+			return c.Text
+		}
+	}
+	return ""
+}
+
+// Permission publishes a permission request as a pending confirmation: the
+// tool call is started if it has not been seen, then toolCallReady without
+// `confirmed`, with the backend's options, a confirmation title and the
+// diffs as edits. A request for a running tool call asks again
+// (running → pending-confirmation). A request for a tool call that is
+// already waiting for confirmation produces nothing.
+func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
+	if t.ended {
+		return nil
+	}
+	ts, acts, _ := t.lookup(req.ToolCall, true)
+	if ts.phase == phasePending {
+		return acts
+	}
+	ts.phase = phasePending
+	return append(acts, toolCallReadyAction(t.id, ts.ahpID, readyFields{
+		invocation:        ts.displayName(),
+		toolInput:         string(ts.rawInput),
+		confirmationTitle: ConfirmationTitle(ts.kind),
+		edits:             t.edits(ts),
+		options:           ConfirmationOptions(req.Options),
+	}))
+}
+
+// AutoPermission answers a permission request by policy (see AutoApprove)
+// instead of asking: approved, the tool call goes straight to running with
+// `confirmed: "setting"`; denied, it is shown pending and then denied
+// (toolCallConfirmed with reason `denied`), so clients see what was refused.
+func (t *Turn) AutoPermission(req backend.PermissionRequest, approve bool) []wire.StateAction {
+	if t.ended {
+		return nil
+	}
+	ts, acts, _ := t.lookup(req.ToolCall, true)
+	if approve {
+		if ts.phase == phasePending {
+			return append(acts, deniedOrApproved(t.id, ts.ahpID, true, ts))
+		}
+		return append(acts, t.ready(ts, wire.ToolCallConfirmationReasonSetting))
+	}
+	if ts.phase != phasePending {
+		acts = append(acts, t.Permission(backend.PermissionRequest{ToolCall: backend.ToolCall{ID: req.ToolCall.ID, Update: true}, Options: req.Options})...)
+	}
+	return append(acts, deniedOrApproved(t.id, ts.ahpID, false, ts))
+}
+
+// deniedOrApproved is the server-side toolCallConfirmed of the policy.
+func deniedOrApproved(turnID, toolCallID string, approve bool, ts *toolState) wire.StateAction {
+	if approve {
+		ts.phase = phaseRunning
+	} else {
+		ts.phase = phaseDone
+	}
+	return toolCallConfirmedAction(turnID, toolCallID, approve)
+}
+
+// ToolConfirmed tells the Turn how a client answered a pending confirmation
+// of the AHP tool call toolCallID (the action has already been applied to the
+// state): approved → running, denied → cancelled.
+func (t *Turn) ToolConfirmed(toolCallID string, approved bool) {
+	for _, ts := range t.toolOrder {
+		if ts.ahpID == toolCallID && ts.phase == phasePending {
+			if approved {
+				ts.phase = phaseRunning
+			} else {
+				ts.phase = phaseDone
+			}
+			return
+		}
+	}
+}
+
+// ConfirmationTitle is the short title of a confirmation prompt for an ACP
+// tool kind.
+func ConfirmationTitle(kind string) string {
+	switch kind {
+	case "read":
+		return "Read file"
+	case "edit":
+		return "Edit file"
+	case "delete":
+		return "Delete file"
+	case "move":
+		return "Move file"
+	case "search":
+		return "Search"
+	case "execute":
+		return "Run command"
+	case "think":
+		return "Think"
+	case "fetch":
+		return "Fetch"
+	case "switch_mode":
+		return "Switch mode"
+	}
+	return "Allow tool call"
+}
+
+// OptionKind maps an ACP permission option kind to approve or deny:
+// allow_* approve, reject_* deny. Custom kinds are judged by their words
+// (split at "_" and "-"): any of reject, deny, disallow, block, never
+// denies; otherwise any of allow, approve, accept, grant approves; anything
+// else denies, so an unclear option never grants more than the user saw.
+func OptionKind(kind backend.PermissionOptionKind) wire.ConfirmationOptionKind {
+	words := strings.FieldsFunc(strings.ToLower(string(kind)), func(r rune) bool { return r == '_' || r == '-' })
+	approve := false
+	for _, w := range words {
+		switch w {
+		case "reject", "deny", "disallow", "block", "never":
+			return wire.ConfirmationOptionKindDeny
+		case "allow", "approve", "accept", "grant":
+			approve = true
+		}
+	}
+	if approve {
+		return wire.ConfirmationOptionKindApprove
+	}
+	return wire.ConfirmationOptionKindDeny
+}
+
+// ConfirmationOptions maps ACP permission options 1:1 (id = option id,
+// label = name).
+func ConfirmationOptions(opts []backend.PermissionOption) []wire.ConfirmationOption {
+	if len(opts) == 0 {
+		return nil
+	}
+	out := make([]wire.ConfirmationOption, 0, len(opts))
+	for _, o := range opts {
+		out = append(out, wire.ConfirmationOption{ID: o.ID, Label: orDefault(o.Name, o.ID), Kind: OptionKind(o.Kind)})
+	}
+	return out
+}
