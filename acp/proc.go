@@ -46,11 +46,9 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-func (l *lockedWriter) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Close()
-}
+// Close does not take the lock: closing the pipe is what unblocks a write
+// stuck on an agent that stopped reading.
+func (l *lockedWriter) Close() error { return l.w.Close() }
 
 // tailLines keeps the last few lines written to it.
 type tailLines struct {
@@ -416,7 +414,7 @@ func (a *agentProc) pump() {
 				a.log.Error().Err(ferr).Msg("the ACP connection stopped reading; restarting the agent")
 				sdkBroken = true
 				// Nothing more can reach the SDK: let the agent restart.
-				go a.kill("the ACP connection broke")
+				a.kill("the ACP connection broke")
 			}
 		}
 		line = line[:0]

@@ -176,8 +176,16 @@ func (p *Provider) ensure(ctx context.Context) (*agentProc, error) {
 	ictx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
 	if err := a.initialize(ictx); err != nil {
+		timedOut := ictx.Err() != nil && ctx.Err() == nil
 		a.kill("initialize failed")
 		<-a.done
+		if timedOut {
+			msg := fmt.Sprintf("starting agent: it did not answer initialize within %s", p.cfg.StartTimeout)
+			if tail := a.tail.String(); tail != "" {
+				msg += "; last stderr lines:\n" + tail
+			}
+			return nil, errors.New(msg)
+		}
 		if a.exitErr != nil && !errors.Is(err, a.exitErr) {
 			return nil, fmt.Errorf("starting agent: %w (%v)", err, a.exitErr)
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -390,6 +391,15 @@ func TestStartFailures(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "working directory")
 
+	// An agent that never answers initialize.
+	p4 := NewProvider(Config{ID: "w", StartTimeout: 300 * time.Millisecond,
+		Command: []string{"/bin/sh", "-c", "echo 'waiting for godot' >&2; exec sleep 30"}}, testLogger(t))
+	defer p4.Close(context.Background())
+	_, err = p4.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not answer initialize within 300ms")
+	assert.Contains(t, err.Error(), "waiting for godot")
+
 	p3 := NewProvider(Config{ID: "z"}, testLogger(t))
 	defer p3.Close(context.Background())
 	_, err = p3.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
@@ -571,7 +581,6 @@ func TestFileServicesConfinement(t *testing.T) {
 func TestExampleAgent(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "example-agent")
 	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the example agent: %s", out)
 
@@ -595,4 +604,99 @@ func TestExampleAgent(t *testing.T) {
 		return ok && tc.ID == "call_1" && tc.Status == backend.ToolCompleted
 	}).(backend.ToolCall)
 	assert.Equal(t, "# My Project\n\nThis is a sample project...", done1.Content[0].Text)
+}
+
+func TestUpdateBeforeSessionResponseAndClose(t *testing.T) {
+	p := scriptProvider(t, nil)
+	rec := newRecorder()
+	dir := t.TempDir()
+	s, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: "file://" + dir}, rec)
+	require.NoError(t, err)
+	rec.waitFor(t, "title sent before the session/new response", func(ev backend.Event) bool {
+		tc, ok := ev.(backend.TitleChanged)
+		return ok && tc.Title == "Script session"
+	})
+	assert.Equal(t, dir, s.(*session).cwd)
+	a := p.proc
+	require.NoError(t, s.Close(context.Background()))
+	require.NoError(t, s.Close(context.Background()), "second close is a no-op")
+	assert.Eventually(t, func() bool { return strings.Contains(a.tail.String(), "closed session sess-1") },
+		5*time.Second, 20*time.Millisecond, "session/close was not sent")
+}
+
+func TestNotificationFloodAndOversizedMessages(t *testing.T) {
+	p := scriptProvider(t, nil)
+	s, rec, _ := openSession(t, p)
+	r := prompt(t, s, "notify-flood 5000")
+	require.NoError(t, r.err)
+	assert.Equal(t, "survived", rec.text())
+
+	// A response larger than the SDK accepts becomes an error, not a hang.
+	r = prompt(t, s, "longresponse 9000000")
+	require.Error(t, r.err)
+	assert.Contains(t, r.err.Error(), "too large")
+
+	// A request larger than the SDK accepts is refused.
+	rec.reset()
+	r = prompt(t, s, "longrequest 9000000")
+	require.NoError(t, r.err)
+	assert.Contains(t, rec.text(), "longrequest error: -32600 request too large")
+
+	rec.reset()
+	r = prompt(t, s, "echo still alive")
+	require.NoError(t, r.err)
+	assert.Equal(t, "text:echo still alive", rec.text())
+}
+
+// slowSink blocks on its first event for a while, as a stuck consumer
+// would; the agent's output must keep being read meanwhile.
+type slowSink struct {
+	*recorder
+	once sync.Once
+}
+
+func (s *slowSink) Event(ev backend.Event) {
+	s.once.Do(func() { time.Sleep(2 * time.Second) })
+	s.recorder.Event(ev)
+}
+
+func TestSlowSinkDoesNotStallTheAgent(t *testing.T) {
+	p := scriptProvider(t, nil)
+	rec := newRecorder()
+	sink := &slowSink{recorder: rec}
+	s, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, sink)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	const n = 3000 // well over the SDK's 1024 queued notifications
+	r := prompt(t, s, fmt.Sprintf("flood %d 16", n))
+	require.NoError(t, r.err)
+	count := 0
+	for _, ev := range rec.all() {
+		if tc, ok := ev.(backend.TextChunk); ok {
+			require.Equal(t, fmt.Sprintf("%08d", count), tc.Text[:8])
+			count++
+		}
+	}
+	assert.Equal(t, n, count)
+}
+
+func TestCancelBeforePromptIsSent(t *testing.T) {
+	// The agent takes a moment to start, so a Cancel can arrive while
+	// Prompt is still restarting it.
+	p := scriptProvider(t, func(c *Config) {
+		c.Command = []string{"/bin/sh", "-c", `sleep 0.5; exec "$0"`, os.Args[0]}
+	})
+	s, rec, _ := openSession(t, p)
+	a := p.proc
+	a.kill("test")
+	<-a.done
+	rec.waitFor(t, "disconnected", func(ev backend.Event) bool { _, ok := ev.(backend.Disconnected); return ok })
+
+	done := startPrompt(s, "echo never sent")
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, s.Cancel(context.Background()))
+	r := waitPrompt(t, done)
+	require.NoError(t, r.err)
+	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
+	assert.Empty(t, rec.text())
 }

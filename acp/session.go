@@ -20,6 +20,8 @@ import (
 
 // turnState tracks the running turn of a session.
 type turnState struct {
+	proc            *agentProc // set once the prompt is about to be sent
+	acpID           string
 	cancelRequested bool
 	graceExpired    bool
 	ended           bool
@@ -43,7 +45,8 @@ type session struct {
 	log     zerolog.Logger
 	queue   *eventQueue
 
-	turnMu sync.Mutex // one Prompt at a time
+	turnMu   sync.Mutex // one Prompt at a time
+	createMu sync.Mutex // one re-creation of the ACP session at a time
 
 	mu        sync.Mutex
 	proc      *agentProc // the agent the ACP session lives on
@@ -290,6 +293,8 @@ func (s *session) mergeConfig(kind string, evs []backend.Event) []backend.Event 
 // agentSession returns the agent and ACP session id to talk to, starting
 // the agent and re-creating the ACP session when the agent was restarted.
 func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) {
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -316,16 +321,32 @@ func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) 
 func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnResult, error) {
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
-	a, id, err := s.agentSession(ctx)
-	if err != nil {
-		return backend.TurnResult{}, err
-	}
-	blocks := promptBlocks(pr, a.caps.PromptCapabilities.EmbeddedContext)
-
+	// The turn exists from here on, so a Cancel that comes while the agent
+	// is still starting is not lost.
 	t := &turnState{}
 	s.mu.Lock()
 	s.turn = t
 	s.mu.Unlock()
+	endEarly := func() {
+		s.mu.Lock()
+		t.ended = true
+		s.turn = nil
+		s.mu.Unlock()
+	}
+	a, id, err := s.agentSession(ctx)
+	if err != nil {
+		endEarly()
+		return backend.TurnResult{}, err
+	}
+	s.mu.Lock()
+	early := t.cancelRequested
+	t.proc, t.acpID = a, id
+	s.mu.Unlock()
+	if early {
+		endEarly()
+		return backend.TurnResult{StopReason: backend.StopCancelled}, nil
+	}
+	blocks := promptBlocks(pr, a.caps.PromptCapabilities.EmbeddedContext)
 
 	resp, perr := a.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: blocks})
 
@@ -351,6 +372,11 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 			return backend.TurnResult{StopReason: backend.StopCancelled}, nil
 		case ctx.Err() != nil:
 			return backend.TurnResult{StopReason: backend.StopCancelled}, fmt.Errorf("turn aborted: %w", ctx.Err())
+		case cancelled && !a.isExited():
+			// Some agents answer a cancelled prompt with an error instead
+			// of the "cancelled" stop reason ACP asks for.
+			s.log.Info().Err(perr).Msg("the agent ended the cancelled turn with an error")
+			return backend.TurnResult{StopReason: backend.StopCancelled}, nil
 		}
 		return backend.TurnResult{}, a.describeErr("prompt", perr)
 	}
@@ -408,12 +434,18 @@ func promptBlocks(pr backend.Prompt, embedded bool) []sdk.ContentBlock {
 // "cancelled", and arms the cancel grace timer.
 func (s *session) Cancel(ctx context.Context) error {
 	s.mu.Lock()
-	t, a, id := s.turn, s.proc, s.acpID
-	if t == nil || t.cancelRequested || a == nil {
+	t := s.turn
+	if t == nil || t.cancelRequested {
 		s.mu.Unlock()
 		return nil
 	}
 	t.cancelRequested = true
+	a, id := t.proc, t.acpID
+	if a == nil {
+		// The prompt has not been sent yet; Prompt sees the flag.
+		s.mu.Unlock()
+		return nil
+	}
 	t.timer = time.AfterFunc(s.p.cfg.CancelGrace, func() { s.cancelGraceExpired(t, a) })
 	s.mu.Unlock()
 	s.cancelPermissions()

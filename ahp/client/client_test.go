@@ -484,19 +484,25 @@ func TestSnapshotDeduplicatesEnvelopes(t *testing.T) {
 		require.NoError(t, err)
 		return `{"jsonrpc":"2.0","method":"action","params":` + string(b) + `}`
 	}
-	h2 := newHost(t, fakehost.Options{Methods: map[string]func(json.RawMessage) (any, *fakehost.Error){
+	var h2 *fakehost.Host
+	h2 = newHost(t, fakehost.Options{Methods: map[string]func(json.RawMessage) (any, *fakehost.Error){
 		"subscribe": func(json.RawMessage) (any, *fakehost.Error) {
+			// An envelope newer than the snapshot overtakes the response.
+			h2.SendRaw(env(snapshotSeq+1, "after snapshot"))
 			return wire.SubscribeResult{Snapshot: &wire.Snapshot{Resource: uri, State: wire.NewSnapshotState(st), FromSeq: snapshotSeq}}, nil
 		},
 	}})
 	c2 := connect(t, h2, client.Options{})
-	// Queue an early envelope: the fake host is single-threaded per
-	// connection, so sending it before the subscribe request guarantees it
-	// arrives before the response.
-	h2.SendRaw(env(snapshotSeq+1, "after snapshot"))
 	_, err = c2.Subscribe(ctx, uri)
 	require.NoError(t, err)
+	st2, err := c2.Session(uri)
+	require.NoError(t, err)
+	assert.Equal(t, "after snapshot", st2.Summary.Title, "the early envelope is applied on top of the snapshot")
 	h2.SendRaw(env(snapshotSeq, "stale"))
+	require.NoError(t, c2.Ping(ctx)) // the reply comes after the stale envelope was handled
+	st2, err = c2.Session(uri)
+	require.NoError(t, err)
+	assert.Equal(t, "after snapshot", st2.Summary.Title, "an envelope contained in the snapshot is not applied again")
 	h2.SendRaw(env(snapshotSeq+2, "latest"))
 	got, err := c2.WaitFor(ctx, uri, func(s *wire.SessionState) bool { return s.Summary.Title == "latest" })
 	require.NoError(t, err)

@@ -201,7 +201,7 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 		h.log.Error().Err(err).Str("channel", ch.uri).Msg("failed to encode an action envelope")
 		return seq
 	}
-	h.ring.push(ringEntry{seq: seq, channel: ch.uri, frame: frame, env: env})
+	h.ring.push(ringEntry{seq: seq, channel: ch.uri, env: env})
 	for c := range ch.subs {
 		h.queue(c, frame)
 	}
@@ -226,18 +226,20 @@ func (h *Host) queue(c *conn, frame []byte) {
 // reason. The envelope carries the current serverSeq without consuming a
 // new one: a rejection changes no state and is never replayed.
 func (h *Host) reject(c *conn, channel string, actionJSON []byte, origin *wire.ActionOrigin, reason string) {
-	h.mu.Lock()
-	seq := h.seq
-	h.mu.Unlock()
 	if len(bytes.TrimSpace(actionJSON)) == 0 {
 		actionJSON = []byte("null")
 	}
+	c.log.Debug().Str("channel", channel).Str("reason", reason).Msg("rejected a client action")
+	// Queue under the sequencer lock so the echo's serverSeq is in order
+	// with the envelopes around it on this connection.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seq := h.seq
 	frame, _, err := h.encodeEnvelope(&envelopeOut{Channel: channel, Action: actionJSON, ServerSeq: seq, Origin: origin, RejectionReason: reason})
 	if err != nil {
 		// The raw action was not valid JSON after all; echo null instead.
 		frame, _, _ = h.encodeEnvelope(&envelopeOut{Channel: channel, Action: []byte("null"), ServerSeq: seq, Origin: origin, RejectionReason: reason})
 	}
-	c.log.Debug().Str("channel", channel).Str("reason", reason).Msg("rejected a client action")
 	h.queue(c, frame)
 }
 
@@ -293,4 +295,3 @@ func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
 	}()
 	h.backend.ClientAction(ctx, channel, j.action, j.origin)
 }
-

@@ -124,8 +124,9 @@ func (c *conn) pushLocked(f outFrame) {
 func (c *conn) overflowLocked() {
 	c.dead = true
 	c.h.stats.slowClosed.Add(1)
-	c.terminate("the client is not reading fast enough: its outbound queue of " +
-		itoa(cap(c.out)) + " messages is full")
+	reason := "the client is not reading fast enough: its outbound queue of " + itoa(cap(c.out)) + " messages is full"
+	c.log.Warn().Str("reason", reason).Msg("dropping a slow AHP connection; it may reconnect and replay")
+	c.terminate(reason)
 }
 
 // terminate ends the connection; the first reason given is logged.

@@ -80,6 +80,13 @@ func (h *Host) handleNotification(c *conn, m *inMessage) {
 	}
 }
 
+// knownRequests are the request methods this host implements.
+var knownRequests = map[string]bool{
+	"ping": true, "initialize": true, "reconnect": true, "subscribe": true, "createSession": true,
+	"disposeSession": true, "listSessions": true, "fetchTurns": true, "completions": true,
+	"resourceRead": true,
+}
+
 // handshakeFree are the requests allowed before initialize.
 var handshakeFree = map[string]bool{"initialize": true, "reconnect": true, "ping": true}
 
@@ -88,12 +95,7 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 		h.reply(c, m.id, struct{}{}, nil)
 		return
 	}
-	known := map[string]bool{
-		"initialize": true, "reconnect": true, "subscribe": true, "createSession": true,
-		"disposeSession": true, "listSessions": true, "fetchTurns": true, "completions": true,
-		"resourceRead": true,
-	}
-	if !known[m.method] {
+	if !knownRequests[m.method] {
 		h.reply(c, m.id, nil, Errorf(CodeMethodNotFound, "method not found: %s is not supported by this server", m.method))
 		return
 	}
@@ -165,7 +167,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	h.mu.Lock()
 	c.initialized, c.clientID, c.version = true, p.ClientID, version
 	h.mu.Unlock()
-	c.log = c.log.With().Str("client", p.ClientID).Logger()
+	c.log.Debug().Str("client", p.ClientID).Str("version", version).Msg("client initialized")
 
 	c.hold()
 	snaps := h.subscribeAll(c, p.InitialSubscriptions)
@@ -238,7 +240,6 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 	h.mu.Lock()
 	if !c.initialized {
 		c.initialized, c.clientID, c.version = true, p.ClientID, ProtocolVersion030
-		c.log = c.log.With().Str("client", p.ClientID).Logger()
 	}
 	if h.ring.canReplayFrom(p.LastSeenServerSeq, h.seq) {
 		// Replay under the sequencer lock: nothing can be sequenced between

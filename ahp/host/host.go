@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -318,16 +317,6 @@ func (h *Host) dropConn(c *conn) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// sortedKeys returns a map's keys in order (deterministic output).
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // errClosed is returned by Dispatch and friends after Close.
 var errClosed = errors.New("host: closed")

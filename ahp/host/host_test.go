@@ -293,6 +293,7 @@ func TestClientActionValidation(t *testing.T) {
 		{"complete unknown input", &wire.SessionInputCompletedAction{RequestID: "r1", Response: wire.SessionInputResponseKindAccept}, "no input request"},
 		{"system message turn", &wire.SessionTurnStartedAction{TurnID: "t0", Message: wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindSystemNotification}}}, "user messages"},
 		{"terminal action on session", &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
+		{"config without schema", &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "no configuration"},
 	}
 	for _, tc := range rejected {
 		t.Run(tc.name, func(t *testing.T) {
@@ -705,5 +706,122 @@ func TestSerialSeqIsMonotonic(t *testing.T) {
 		e := c.nextEnvelope(nil)
 		require.Greater(t, e.ServerSeq, prev, "envelopes reach a connection in serverSeq order")
 		prev = e.ServerSeq
+	}
+}
+
+// TestSubscribeIsAtomicWithSequencer subscribes while another goroutine
+// keeps dispatching: the envelopes after the snapshot must start exactly
+// at fromSeq+1, with nothing lost or duplicated.
+func TestSubscribeIsAtomicWithSequencer(t *testing.T) {
+	hs := newHarness(t, Options{})
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	uri := hs.newSession(owner, "atomic")
+	const n = 300
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < n; i++ {
+			_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: strconv.Itoa(i)}))
+			assert.NoError(t, err)
+		}
+	}()
+	late := hs.stdio(t, "late")
+	late.initialize()
+	snap := late.subscribe(uri)
+	<-done
+	var st wire.SessionState
+	require.NoError(t, json.Unmarshal(snap.State, &st))
+	title := st.Summary.Title
+	next := snap.FromSeq + 1
+	for hs.h.Stats().ServerSeq >= next {
+		e := late.nextEnvelope(func(e envelope) bool { return e.Channel == uri })
+		require.Equal(t, next, e.ServerSeq, "envelopes continue right after fromSeq")
+		title = e.Action.Value.(*wire.SessionTitleChangedAction).Title
+		next++
+	}
+	assert.Equal(t, strconv.Itoa(n-1), title, "snapshot + envelopes reproduce the final state")
+}
+
+func TestWireLog(t *testing.T) {
+	var mu sync.Mutex
+	var in, out int
+	hs := newHarness(t, Options{WireLog: func(dir string, frame []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.True(t, json.Valid(frame))
+		switch dir {
+		case "in":
+			in++
+		case "out":
+			out++
+		}
+	}})
+	c := hs.dial(t, "c")
+	c.initialize()
+	_, err := c.call("ping", map[string]any{"channel": RootURI})
+	require.Nil(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 2, in)
+	assert.Equal(t, 2, out)
+}
+
+func TestLimits(t *testing.T) {
+	hs := newHarness(t, Options{MaxSessions: 1, MaxSubscriptionsPerConn: 1})
+	c := hs.dial(t, "c")
+	c.initialize(RootURI)
+	_, err := c.call("createSession", map[string]any{"channel": "ahp-session:/one", "provider": "fake"})
+	require.Nil(t, err)
+	_, err = c.call("createSession", map[string]any{"channel": "ahp-session:/two", "provider": "fake"})
+	require.NotNil(t, err)
+	assert.Contains(t, err.Message, "session limit")
+	_, err = c.call("subscribe", map[string]any{"channel": "ahp-session:/one"})
+	require.NotNil(t, err)
+	assert.Contains(t, err.Message, "subscription limit")
+}
+
+func TestActiveClientReleasedOnDisconnect(t *testing.T) {
+	hs := newHarness(t, Options{})
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	uri := hs.newSession(owner, "active")
+	c := hs.dial(t, "driver")
+	c.initialize(uri)
+	seq := c.dispatch(uri, &wire.SessionActiveClientChangedAction{ActiveClient: &wire.SessionActiveClient{ClientID: "driver", Tools: []wire.ToolDefinition{}}})
+	require.Nil(t, c.ownEcho(seq).RejectionReason)
+	// Another client cannot steal the role.
+	oseq := owner.dispatch(uri, &wire.SessionActiveClientChangedAction{ActiveClient: &wire.SessionActiveClient{ClientID: "owner", Tools: []wire.ToolDefinition{}}})
+	require.NotNil(t, owner.ownEcho(oseq).RejectionReason)
+	c.close()
+	e := owner.nextEnvelope(func(e envelope) bool {
+		return e.Action.Type() == string(wire.ActionTypeSessionActiveClientChanged) && e.Origin == nil
+	})
+	assert.Nil(t, e.Action.Value.(*wire.SessionActiveClientChangedAction).ActiveClient)
+}
+
+func TestUnsubscribeStopsDelivery(t *testing.T) {
+	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	r := c.initialize(RootURI, "ahp-session:/not-there")
+	require.Len(t, r.Snapshots, 1, "unknown initial subscriptions are skipped")
+	uri := hs.newSession(c, "unsub")
+	_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: "one"}))
+	require.NoError(t, err)
+	c.nextEnvelope(func(e envelope) bool { return e.Channel == uri })
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "unsubscribe", "params": map[string]any{"channel": uri}})
+	_, perr := c.call("ping", map[string]any{"channel": RootURI}) // unsubscribe is processed in order
+	require.Nil(t, perr)
+	c.backlog = nil
+	_, err = hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: "two"}))
+	require.NoError(t, err)
+	_, perr = c.call("ping", map[string]any{"channel": RootURI})
+	require.Nil(t, perr)
+	for _, m := range c.backlog {
+		if m.Method == "action" {
+			var e envelope
+			require.NoError(t, json.Unmarshal(m.Params, &e))
+			assert.NotEqual(t, uri, e.Channel, "no session envelopes after unsubscribe")
+		}
 	}
 }

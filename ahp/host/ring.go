@@ -4,10 +4,9 @@ package host
 type ringEntry struct {
 	seq     int64
 	channel string
-	// frame is the complete `action` notification; env is the envelope
-	// inside it (a sub-slice), reused verbatim in reconnect replies.
-	frame []byte
-	env   []byte
+	// env is the encoded envelope (a sub-slice of the broadcast frame),
+	// reused verbatim in reconnect replies.
+	env []byte
 }
 
 // replayRing keeps the most recent sequenced envelopes. Every accepted

@@ -14,7 +14,11 @@ import (
 // sequencer as client actions and returns its serverSeq. The envelope
 // carries no origin. It fails for an unknown channel or an action that
 // does not belong to the channel's kind.
+//
+// Dispatch takes ownership of the action: the reducer may keep parts of it
+// in the channel state, so the caller must not modify it afterwards.
 func (h *Host) Dispatch(channel string, a wire.StateAction) (int64, error) {
+	a = wire.NewStateAction(a.Value) // variant values become pointers
 	ch := h.lookup(channel)
 	if ch == nil {
 		return 0, errUnknownChannel(channel)

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
@@ -139,12 +140,37 @@ func validateClient(ch *channel, a wire.StateAction, raw []byte, clientID string
 		if cur != nil && cur.ClientID != clientID {
 			return fmt.Sprintf("client %s is already the active client", cur.ClientID)
 		}
+	case *wire.SessionConfigChangedAction:
+		// Only properties the schema marks sessionMutable may change.
+		if st.Config == nil {
+			return "this session has no configuration to change"
+		}
+		for _, k := range sortedKeys(x.Config) {
+			prop, ok := st.Config.Schema.Properties[k]
+			if !ok {
+				return fmt.Sprintf("config property %q does not exist", k)
+			}
+			if prop.SessionMutable == nil || !*prop.SessionMutable {
+				return fmt.Sprintf("config property %q cannot be changed during a session", k)
+			}
+		}
 	case *wire.SessionActiveClientToolsChangedAction:
 		if st.ActiveClient == nil || st.ActiveClient.ClientID != clientID {
 			return "only the active client can change its tools"
 		}
 	}
 	return ""
+}
+
+// sortedKeys returns the keys of m in order, so the first offending key
+// reported is deterministic.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // toolCallView is the part of any tool call state the validator needs.

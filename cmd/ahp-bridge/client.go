@@ -35,7 +35,9 @@ const clientUsage = `usage: ahp-bridge client URL [--provider ID] [--cwd DIR] [-
 
 Connects to an AHP server, creates a session (or joins --session), sends
 PROMPT as one turn and shows the agent's answer, reasoning and tool calls.
-Permission requests and questions are asked on the terminal.
+Permission requests and questions are asked on the terminal; without one
+(stdin not a terminal) they are left to another client unless
+--approve-all or --deny-all is given. Ctrl-C cancels the turn.
 
 Exit codes: 0 turn complete, 1 connection or protocol error, 2 bad usage,
 3 turn error, 4 cancelled, 5 a tool call was denied.
@@ -70,11 +72,11 @@ func parseClientArgs(args []string, stderr io.Writer) (clientOptions, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.Provider, "provider", "", "agent provider `ID` (default: the server's first agent)")
-	fs.StringVar(&o.Cwd, "cwd", "", "working `DIR`ectory of a new session (default: the current directory)")
+	fs.StringVar(&o.Cwd, "cwd", "", "working directory `DIR` of a new session (default: the current directory)")
 	fs.StringVar(&o.Session, "session", "", "join the existing session `URI` instead of creating one")
 	fs.BoolVar(&o.ApproveAll, "approve-all", false, "approve every permission request without asking")
 	fs.BoolVar(&o.DenyAll, "deny-all", false, "deny every permission request without asking")
-	fs.BoolVar(&o.JSON, "json", false, "print every envelope and notification as one JSON object per line, nothing else")
+	fs.BoolVar(&o.JSON, "json", false, "print only NDJSON: one {\"method\":…,\"params\":…} line per envelope or notification")
 
 	var positional []string
 	rest := args

@@ -31,9 +31,10 @@ type renderer struct {
 	partKinds map[string]wire.ResponsePartKind // partId → kind
 	tools     map[string]string                // toolCallId → display name
 	options   map[string][]wire.ConfirmationOption
-	// stream is the kind of the text being streamed ("" after a full line
-	// of our own), lineStart whether the cursor is at the start of a line.
-	stream    wire.ResponsePartKind
+	// stream is the part whose text is being streamed ("" after a full
+	// line of our own), lineStart whether the cursor is at the start of a
+	// line.
+	stream    string
 	lineStart bool
 }
 
@@ -63,9 +64,9 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 	case *wire.SessionResponsePartAction:
 		r.responsePart(a.Part)
 	case *wire.SessionDeltaAction:
-		r.streamText(r.kindOf(a.PartID, wire.ResponsePartKindMarkdown), a.Content)
+		r.streamText(a.PartID, r.kindOf(a.PartID, wire.ResponsePartKindMarkdown), a.Content)
 	case *wire.SessionReasoningAction:
-		r.streamText(r.kindOf(a.PartID, wire.ResponsePartKindReasoning), a.Content)
+		r.streamText(a.PartID, r.kindOf(a.PartID, wire.ResponsePartKindReasoning), a.Content)
 	case *wire.SessionToolCallStartAction:
 		r.tools[a.ToolCallID] = a.DisplayName
 	case *wire.SessionToolCallReadyAction:
@@ -113,10 +114,10 @@ func (r *renderer) responsePart(p wire.ResponsePart) {
 	switch part := p.Value.(type) {
 	case *wire.MarkdownResponsePart:
 		r.partKinds[part.ID] = wire.ResponsePartKindMarkdown
-		r.streamText(wire.ResponsePartKindMarkdown, part.Content)
+		r.streamText(part.ID, wire.ResponsePartKindMarkdown, part.Content)
 	case *wire.ReasoningResponsePart:
 		r.partKinds[part.ID] = wire.ResponsePartKindReasoning
-		r.streamText(wire.ResponsePartKindReasoning, part.Content)
+		r.streamText(part.ID, wire.ResponsePartKindReasoning, part.Content)
 	case *wire.ResourceReponsePart:
 		r.line("[resource %s]", part.URI)
 	case *wire.SystemNotificationResponsePart:
@@ -131,17 +132,17 @@ func (r *renderer) kindOf(partID string, fallback wire.ResponsePartKind) wire.Re
 	return fallback
 }
 
-// streamText writes streamed text of a part kind, starting a new line when the
-// kind of text changes so answer and reasoning never share a line.
-func (r *renderer) streamText(kind wire.ResponsePartKind, text string) {
+// streamText writes streamed text of a part, starting a new line when the
+// part changes so that parts (answer text, reasoning) never share a line.
+func (r *renderer) streamText(partID string, kind wire.ResponsePartKind, text string) {
 	if text == "" {
 		return
 	}
-	if kind != r.stream {
+	if partID != r.stream || partID == "" {
 		// A new block of text starts on its own line, without the
 		// blank that separated it from the previous chunk.
 		r.endLine()
-		r.stream = kind
+		r.stream = partID
 		if text = strings.TrimLeft(text, " "); text == "" {
 			return
 		}
@@ -223,6 +224,9 @@ func (r *renderer) toolResult(toolCallID string, res *wire.ToolCallResult) {
 	for _, c := range res.Content {
 		switch v := c.Value.(type) {
 		case *wire.ToolResultTextContent:
+			if res.Error != nil && strings.TrimSpace(v.Text) == strings.TrimSpace(res.Error.Message) {
+				continue // already shown as the failure
+			}
 			r.indented(v.Text)
 		case *wire.ToolResultFileEditContent:
 			r.line("    edited %s", fileEditTarget(v))

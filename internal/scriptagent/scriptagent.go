@@ -25,8 +25,19 @@
 //	                               custom content type "_custom_content"
 //	flood N SIZE                   N agent_message_chunks of SIZE bytes each;
 //	                               chunk i starts with i as 8 digits
+//	bench N SIZE [RATE] [TOOLEVERY] N agent_message_chunks of SIZE bytes, each
+//	                               "T<UnixNano, 19 digits>#<i, 8 digits>xxx…",
+//	                               RATE per second (0: unpaced), and a
+//	                               tool_call + tool_call_update after every
+//	                               TOOLEVERY-th chunk (0: none); see bench.go
 //	longline [BYTES]               one agent_message_chunk whose line is longer
 //	                               than BYTES (default 12 MiB), then "after"
+//	notify-flood [N]               N "_scriptagent/ping" and N "unknown/notification"
+//	                               notifications (default 5000), then "survived"
+//	longresponse [BYTES]           the prompt response carries BYTES of _meta
+//	                               padding (default 9 MiB)
+//	longrequest [BYTES]            fs/read_text_file with a path of BYTES bytes
+//	                               (default 9 MiB); replies "longrequest error: …"
 //	garbage                        writes non-JSON lines to stdout between
 //	                               updates
 //	crash                          some output, a stderr line, then exits with
@@ -57,9 +68,13 @@
 // Relative paths are joined to the session's cwd without cleaning, so
 // "../x" reaches the client as "<cwd>/../x". session/new answers with a
 // "model" config option (script-fast, script-smart) and modes (default,
-// plan) and then sends available_commands_update. With the environment
+// plan); it sends a session_info_update (title "Script session") just
+// before that response and available_commands_update just after, and logs
+// "scriptagent: closed session <id>" to stderr on session/close. With the environment
 // variable SCRIPTAGENT_REQUIRE_AUTH=1, session/new fails with
-// "Authentication required" and initialize lists an auth method.
+// "Authentication required" and initialize lists an auth method, and with
+// SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
+// streaming is visible to a person watching.
 // The agent is deterministic: ids are counters, nothing is random.
 package scriptagent
 
@@ -116,9 +131,11 @@ type agent struct {
 	sessions map[string]*sess
 }
 
-// Main runs the agent until in reaches EOF or ctx ends. It writes ACP
-// messages to out and diagnostics to errOut. The "crash" scenario ends the
-// process with os.Exit(3).
+// Main runs the agent until in reaches EOF, then returns nil once its
+// running turns have ended. Cancelling ctx ends running turns (as if the
+// client had gone) but Main keeps reading until EOF, so that no goroutine
+// is left blocked on in. It writes ACP messages to out and diagnostics to
+// errOut. The "crash" scenario ends the whole process with os.Exit(3).
 func Main(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -279,6 +296,8 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 				"availableCommands": []any{map[string]any{"name": "demo", "description": "Run the demo turn",
 					"input": map[string]any{"hint": "what to talk about"}}}})
 		}()
+		// An update before the response: clients must not lose it.
+		a.notify(s.id, map[string]any{"sessionUpdate": "session_info_update", "title": "Script session"})
 		return map[string]any{"sessionId": s.id, "configOptions": a.configOptions(s),
 			"modes": map[string]any{"currentModeId": s.mode, "availableModes": []any{
 				map[string]any{"id": "default", "name": "Default"},
@@ -324,6 +343,7 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		a.mu.Lock()
 		delete(a.sessions, p.SessionID)
 		a.mu.Unlock()
+		fmt.Fprintf(a.errOut, "scriptagent: closed session %s\n", p.SessionID)
 		return map[string]any{}, nil
 	case "session/prompt":
 		return a.prompt(params)
@@ -349,9 +369,10 @@ func (a *agent) configOptions(s *sess) []any {
 
 // turn is one running prompt.
 type turn struct {
-	a   *agent
-	s   *sess
-	ctx context.Context
+	a        *agent
+	s        *sess
+	ctx      context.Context
+	respMeta map[string]any // _meta of the prompt response, if any
 }
 
 func (t *turn) update(u map[string]any) { t.a.notify(t.s.id, u) }
@@ -451,6 +472,9 @@ func (a *agent) prompt(params json.RawMessage) (any, error) {
 		stop = "cancelled"
 	}
 	res := map[string]any{"stopReason": stop}
+	if t.respMeta != nil {
+		res["_meta"] = t.respMeta
+	}
 	if usage {
 		res["usage"] = map[string]any{"inputTokens": 10, "outputTokens": 20, "totalTokens": 30, "cachedReadTokens": 5}
 	}
@@ -476,6 +500,8 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 		return t.permFirst()
 	case "v2":
 		return t.v2()
+	case "bench":
+		return t.benchFlood(fields)
 	case "flood":
 		n, size := intArg(fields, 1, 1000), intArg(fields, 2, 64)
 		if size < 8 {
@@ -490,6 +516,21 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 		n := intArg(fields, 1, 12<<20)
 		t.text(strings.Repeat("a", n))
 		t.text("after")
+		return "end_turn", false, nil
+	case "notify-flood":
+		n := intArg(fields, 1, 5000)
+		for i := 0; i < n; i++ {
+			t.a.write(map[string]any{"jsonrpc": "2.0", "method": "_scriptagent/ping", "params": map[string]any{"i": i}})
+			t.a.write(map[string]any{"jsonrpc": "2.0", "method": "unknown/notification", "params": map[string]any{"i": i}})
+		}
+		t.text("survived")
+		return "end_turn", false, nil
+	case "longresponse":
+		t.respMeta = map[string]any{"padding": strings.Repeat("p", intArg(fields, 1, 9<<20))}
+		return "end_turn", false, nil
+	case "longrequest":
+		_, err := t.a.call("fs/read_text_file", map[string]any{"sessionId": t.s.id, "path": t.path(strings.Repeat("q", intArg(fields, 1, 9<<20)))})
+		t.text(fmt.Sprintf("longrequest error: %v", err))
 		return "end_turn", false, nil
 	case "garbage":
 		t.text("before garbage")
@@ -600,13 +641,28 @@ func terminalID(res json.RawMessage) string {
 	return r.TerminalID
 }
 
+// pause slows the demo down when SCRIPTAGENT_DELAY_MS asks for it.
+func (t *turn) pause() {
+	ms, err := strconv.Atoi(os.Getenv("SCRIPTAGENT_DELAY_MS"))
+	if err != nil || ms <= 0 {
+		return
+	}
+	select {
+	case <-time.After(time.Duration(ms) * time.Millisecond):
+	case <-t.ctx.Done():
+	}
+}
+
 func (t *turn) demo(text string) (string, bool, error) {
 	t.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": map[string]any{"type": "text", "text": "Thinking about: " + text}})
 	t.update(map[string]any{"sessionUpdate": "plan", "entries": []any{
 		map[string]any{"content": "Read README.md", "priority": "high", "status": "in_progress"},
 		map[string]any{"content": "Answer", "priority": "medium", "status": "pending"}}})
+	t.pause()
 	t.text("Hello ")
+	t.pause()
 	t.text("from the script agent.")
+	t.pause()
 	readme := filepath.Join(t.s.cwd, "README.md")
 	tc := map[string]any{"toolCallId": "read-1", "title": "Read README.md", "kind": "read", "status": "pending",
 		"locations": []any{map[string]any{"path": readme}}, "rawInput": map[string]any{"path": readme}}
@@ -637,6 +693,7 @@ func (t *turn) demo(text string) (string, bool, error) {
 		}
 		t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": status,
 			"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": content}}}})
+		t.pause()
 		t.text(" I read README.md.")
 	default:
 		t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": "failed"})
@@ -645,6 +702,7 @@ func (t *turn) demo(text string) (string, bool, error) {
 	t.update(map[string]any{"sessionUpdate": "plan", "entries": []any{
 		map[string]any{"content": "Read README.md", "priority": "high", "status": "completed"},
 		map[string]any{"content": "Answer", "priority": "medium", "status": "completed"}}})
+	t.pause()
 	t.text(" Done.")
 	return "end_turn", true, nil
 }

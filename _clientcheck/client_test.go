@@ -1,1 +1,0 @@
-../cmd/ahp-bridge/client_test.go

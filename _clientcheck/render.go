@@ -1,1 +1,0 @@
-../cmd/ahp-bridge/render.go

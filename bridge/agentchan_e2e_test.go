@@ -1,0 +1,565 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/agentchan"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+)
+
+// These tests drive an agent-channel backend (the scriptable fake server)
+// through the whole bridge — agentchan provider, bridge, host, WebSocket
+// transport — with the Go AHP client, as a real client would, and check
+// the session state the client ends up with and the frames the backend
+// received.
+
+// acWait bounds every wait: generous, because a loaded 2-core machine
+// running the race detector is slow; a passing test never waits this long.
+const acWait = 30 * time.Second
+
+// acToken is the agent-channel backend's token.
+const acToken = "ws-secret"
+
+// acEnv is a bridge over one agent-channel provider "ws" backed by a fake
+// server, with a client and a ready session.
+type acEnv struct {
+	fake    *fake.Server
+	c       *client.Client
+	channel string
+}
+
+// startAgentchan starts the fake with script, a bridge over it, a client,
+// and a session on provider "ws".
+func startAgentchan(t *testing.T, script fake.Script) *acEnv {
+	t.Helper()
+	srv := fake.New(fake.Options{Token: acToken, Script: script})
+	t.Cleanup(srv.Close) // runs after the bridge's cleanup (LIFO)
+	p := agentchan.NewProvider(agentchan.Config{
+		ID:             "ws",
+		URL:            srv.URL(),
+		Token:          acToken,
+		Models:         []backend.ModelInfo{{ID: "model-a"}, {ID: "model-b"}},
+		BackoffInitial: 20 * time.Millisecond,
+		BackoffMax:     200 * time.Millisecond,
+	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+	c := env.Client(t)
+	ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
+	return &acEnv{fake: srv, c: c, channel: ch}
+}
+
+func acCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), acWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitReceived waits until the fake has received n agent frames of type typ
+// and returns them.
+func (e *acEnv) waitReceived(t *testing.T, typ string, n int) []fake.ClientFrame {
+	t.Helper()
+	ok := e.fake.WaitFor(acWait, func() bool { return len(e.fake.ReceivedOfType(typ)) >= n })
+	require.True(t, ok, "the backend did not receive %d %q frame(s); got %v", n, typ, acFrameTypes(e.fake.Received()))
+	return e.fake.ReceivedOfType(typ)
+}
+
+// waitActive waits until the active turn satisfies pred.
+func (e *acEnv) waitActive(t *testing.T, what string, pred func(*wire.ActiveTurn) bool) *wire.SessionState {
+	t.Helper()
+	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool {
+		return s.ActiveTurn != nil && pred(s.ActiveTurn)
+	})
+	require.NoError(t, err, "waiting for %s", what)
+	return st
+}
+
+func (e *acEnv) dispatch(t *testing.T, v any) {
+	t.Helper()
+	_, err := e.c.Confirm(acCtx(t), e.channel, wire.Action(v))
+	require.NoError(t, err)
+}
+
+func acFrameTypes(fs []fake.ClientFrame) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, f.Channel+"/"+f.Type)
+	}
+	return out
+}
+
+// acMarkdown concatenates the markdown parts, as a client displays them.
+func acMarkdown(parts []wire.ResponsePart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if m, ok := p.Value.(*wire.MarkdownResponsePart); ok {
+			b.WriteString(m.Content)
+		}
+	}
+	return b.String()
+}
+
+// acPartKinds lists the parts as "markdown", "reasoning" or "tool:<id>".
+func acPartKinds(parts []wire.ResponsePart) []string {
+	var out []string
+	for _, p := range parts {
+		switch v := p.Value.(type) {
+		case *wire.MarkdownResponsePart:
+			out = append(out, "markdown")
+		case *wire.ReasoningResponsePart:
+			out = append(out, "reasoning")
+		case *wire.ToolCallResponsePart:
+			out = append(out, "tool:"+acToolCallID(v.ToolCall))
+		default:
+			out = append(out, p.Kind())
+		}
+	}
+	return out
+}
+
+func acToolCallID(tc wire.ToolCallState) string {
+	b, err := json.Marshal(tc)
+	if err != nil {
+		return ""
+	}
+	var v struct {
+		ToolCallID string `json:"toolCallId"`
+	}
+	_ = json.Unmarshal(b, &v)
+	return v.ToolCallID
+}
+
+// toolCall returns the state of tool call id among parts.
+func acToolCall(t *testing.T, parts []wire.ResponsePart, id string) any {
+	t.Helper()
+	for _, p := range parts {
+		if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok && acToolCallID(tc.ToolCall) == id {
+			return tc.ToolCall.Value
+		}
+	}
+	require.Failf(t, "no such tool call", "tool call %q not in parts %v", id, acPartKinds(parts))
+	return nil
+}
+
+func acCompletedTool(t *testing.T, parts []wire.ResponsePart, id string) *wire.ToolCallCompletedState {
+	t.Helper()
+	v := acToolCall(t, parts, id)
+	c, ok := v.(*wire.ToolCallCompletedState)
+	require.True(t, ok, "tool call %q is %T, want completed", id, v)
+	return c
+}
+
+func acResultTexts(content []wire.ToolResultContent) []string {
+	var out []string
+	for _, c := range content {
+		if tx, ok := c.Value.(*wire.ToolResultTextContent); ok {
+			out = append(out, tx.Text)
+		}
+	}
+	return out
+}
+
+// A whole task: thinking, text, a tool call with its result, more text and
+// the result; the prompt carries the AHP turn id as its taskId.
+func TestAgentchanFullTask(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.Thinking("Let me look."),
+			fake.Text("Reading "),
+			fake.Text("the README."),
+			fake.ToolInvocation("tc-1", "read_file", map[string]any{"path": "README.md"}),
+			fake.ToolResult("tc-1", "# Title"),
+			fake.Text("It has a title."),
+			fake.Result("A summary that repeats the answer."),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "What is in the README?")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+
+	prompts := e.waitReceived(t, "prompt", 1)
+	require.Len(t, prompts, 1)
+	assert.Equal(t, turnID, prompts[0].String("taskId"), "the taskId is the AHP turn id")
+	assert.Equal(t, "What is in the README?", prompts[0].String("prompt"))
+
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Nil(t, turn.Error)
+	assert.Equal(t, []string{"reasoning", "markdown", "tool:tc-1", "markdown"}, acPartKinds(turn.ResponseParts))
+	r, ok := turn.ResponseParts[0].Value.(*wire.ReasoningResponsePart)
+	require.True(t, ok)
+	assert.Equal(t, "Let me look.", r.Content)
+	assert.Equal(t, "Reading the README.It has a title.", acMarkdown(turn.ResponseParts),
+		"streamed text, without the summary that repeats it")
+
+	tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
+	assert.True(t, tc.Success)
+	assert.Equal(t, "read_file", tc.DisplayName)
+	assert.Equal(t, "read", tc.ToolName, "the tool kind guessed from the name")
+	assert.Equal(t, []string{"# Title"}, acResultTexts(tc.Content))
+	require.NotNil(t, tc.ToolInput)
+	assert.JSONEq(t, `{"path":"README.md"}`, *tc.ToolInput)
+}
+
+// Permission requests of every plausible frame type, naming a tool call or
+// not, approved or rejected: the client sees a pending confirmation, and
+// the backend gets approve/reject with the request id.
+func TestAgentchanPermission(t *testing.T) {
+	for _, typ := range []string{"permission", "permission_request", "approval_request"} {
+		for _, withCall := range []bool{true, false} {
+			for _, approve := range []bool{true, false} {
+				name := typ
+				if withCall {
+					name += "/toolCallId"
+				} else {
+					name += "/noToolCallId"
+				}
+				if approve {
+					name += "/approve"
+				} else {
+					name += "/reject"
+				}
+				t.Run(name, func(t *testing.T) {
+					testAgentchanPermission(t, typ, withCall, approve)
+				})
+			}
+		}
+	}
+}
+
+func testAgentchanPermission(t *testing.T, typ string, withCall, approve bool) {
+	callID, wantID := "", "perm-req-7"
+	if withCall {
+		callID, wantID = "tc-1", "tc-1"
+	}
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		var steps []fake.Step
+		if withCall {
+			steps = append(steps, fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "rm -rf build"}))
+		}
+		return append(steps,
+			fake.Permission(typ, "req-7", callID, "Delete build/?"),
+			fake.Await("approve", "reject"),
+			fake.Text("Answered."),
+			fake.Result("done"),
+		)
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "clean up")
+	id := bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
+	require.Equal(t, wantID, id)
+
+	st, err := e.c.Session(e.channel)
+	require.NoError(t, err)
+	pending, ok := acToolCall(t, st.ActiveTurn.ResponseParts, id).(*wire.ToolCallPendingConfirmationState)
+	require.True(t, ok)
+	assert.Equal(t, "Delete build/?", pending.InvocationMessage.Text)
+	var optionIDs []string
+	for _, o := range pending.Options {
+		optionIDs = append(optionIDs, o.ID)
+	}
+	assert.Equal(t, []string{agentchan.OptionApprove, agentchan.OptionReject}, optionIDs)
+
+	if approve {
+		e.dispatch(t, &wire.SessionToolCallApprovedAction{
+			TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
+		})
+	} else {
+		e.dispatch(t, &wire.SessionToolCallDeniedAction{
+			TurnID: turnID, ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied,
+		})
+	}
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+
+	answer, other := "approve", "reject"
+	if !approve {
+		answer, other = other, answer
+	}
+	got := e.waitReceived(t, answer, 1)
+	require.Len(t, got, 1)
+	assert.Equal(t, "req-7", got[0].String("requestId"))
+	assert.Empty(t, e.fake.ReceivedOfType(other))
+
+	if approve {
+		tc := acCompletedTool(t, turn.ResponseParts, id)
+		assert.True(t, tc.Success, "an approved call still running at the result is completed")
+	} else {
+		c, ok := acToolCall(t, turn.ResponseParts, id).(*wire.ToolCallCancelledState)
+		require.True(t, ok, "a rejected call is cancelled")
+		assert.Equal(t, wire.ToolCallCancellationReasonDenied, c.Reason)
+	}
+	assert.Equal(t, "Answered.", acMarkdown(turn.ResponseParts))
+}
+
+// A question becomes an input request; the client's answers (or its
+// refusal) reach the backend as the tool_response of the asking tool call.
+func TestAgentchanQuestion(t *testing.T) {
+	cases := []struct {
+		name     string
+		response wire.SessionInputResponseKind
+		answers  []string
+		want     string
+	}{
+		{"answered", wire.SessionInputResponseKindAccept, []string{"blue", "large"}, "blue\nlarge"},
+		{"declined", wire.SessionInputResponseKindDecline, nil, agentchan.DeclinedAnswer},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+				return []fake.Step{
+					fake.ToolInvocation("tc-ask", "ask_user", map[string]any{}),
+					fake.Question("Which color?", "Which size?"),
+					fake.Await("tool_response"),
+					fake.ToolResult("tc-ask", "noted"),
+					fake.Result("Ordered."),
+				}
+			})
+			turnID := bridgetest.StartTurn(t, e.c, e.channel, "order a shirt")
+			st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
+			require.NoError(t, err)
+			require.Len(t, st.InputRequests, 1)
+			req := st.InputRequests[0]
+			require.Len(t, req.Questions, 2)
+			var qids, messages []string
+			for _, q := range req.Questions {
+				tq, ok := q.Value.(*wire.SessionInputTextQuestion)
+				require.True(t, ok, "question is %T, want a text question", q.Value)
+				qids = append(qids, tq.ID)
+				messages = append(messages, tq.Message)
+			}
+			assert.Equal(t, []string{"Which color?", "Which size?"}, messages)
+
+			act := &wire.SessionInputCompletedAction{RequestID: req.ID, Response: tc.response}
+			if tc.answers != nil {
+				act.Answers = map[string]wire.SessionInputAnswer{}
+				for i, a := range tc.answers {
+					act.Answers[qids[i]] = wire.NewSessionInputAnswer(wire.SessionInputAnswered{
+						State: wire.SessionInputAnswerStateSubmitted,
+						Value: wire.NewSessionInputAnswerValue(wire.SessionInputTextAnswerValue{Value: a}),
+					})
+				}
+			}
+			e.dispatch(t, act)
+
+			got := e.waitReceived(t, "tool_response", 1)
+			require.Len(t, got, 1)
+			assert.Equal(t, "tc-ask", got[0].String("toolCallId"))
+			assert.Equal(t, tc.want, got[0].String("result"))
+
+			turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+			assert.Equal(t, wire.TurnStateComplete, turn.State)
+			assert.Equal(t, []string{"noted"}, acResultTexts(acCompletedTool(t, turn.ResponseParts, "tc-ask").Content))
+			assert.Equal(t, "Ordered.", acMarkdown(turn.ResponseParts), "the summary is the answer when no text streamed")
+			final, err := e.c.Session(e.channel)
+			require.NoError(t, err)
+			assert.Empty(t, final.InputRequests)
+		})
+	}
+}
+
+// An error frame ends the turn in error; a tool call still running fails.
+func TestAgentchanError(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.Text("Working on it."),
+			fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "make"}),
+			fake.Error("quota exceeded"),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "build it")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateError, turn.State)
+	require.NotNil(t, turn.Error)
+	assert.Equal(t, "runtime", turn.Error.ErrorType)
+	assert.Contains(t, turn.Error.Message, "quota exceeded")
+	assert.Equal(t, "Working on it.", acMarkdown(turn.ResponseParts))
+	tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
+	assert.False(t, tc.Success, "a tool call running when the task failed has failed")
+}
+
+// Cancelling a turn aborts the task; the task's late frames are dropped and
+// the next turn works.
+func TestAgentchanAbort(t *testing.T) {
+	var first atomic.Value // the first prompt's taskId, as the backend saw it
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		if p.String("prompt") == "first" {
+			first.Store(p.String("taskId"))
+			return []fake.Step{
+				fake.Text("Working."),
+				fake.Await("abort"),
+				fake.Text(" late text"),
+				fake.Result("late result"),
+			}
+		}
+		// Late frames of the aborted task, sent before this task's own.
+		first, _ := first.Load().(string)
+		return []fake.Step{
+			fake.Send(map[string]any{"type": "text", "content": "late again", "taskId": first}),
+			fake.Send(map[string]any{"type": "tool_invocation", "toolCallId": "late-tc", "toolName": "bash", "taskId": first}),
+			fake.Send(map[string]any{"type": "result", "summary": "late", "taskId": first}),
+			fake.Text("Second answer."),
+			fake.Result("done"),
+		}
+	})
+	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "first")
+	e.waitActive(t, "the first text", func(a *wire.ActiveTurn) bool { return acMarkdown(a.ResponseParts) == "Working." })
+	e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turn1})
+
+	aborts := e.waitReceived(t, "abort", 1)
+	require.Len(t, aborts, 1)
+	assert.Equal(t, turn1, aborts[0].String("taskId"))
+	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
+	assert.Equal(t, wire.TurnStateCancelled, ended.State)
+
+	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "second")
+	done := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn2, acWait)
+	assert.Equal(t, wire.TurnStateComplete, done.State)
+	assert.Equal(t, []string{"markdown"}, acPartKinds(done.ResponseParts), "no late frame of the aborted task")
+	assert.Equal(t, "Second answer.", acMarkdown(done.ResponseParts))
+
+	st, err := e.c.Session(e.channel)
+	require.NoError(t, err)
+	require.Len(t, st.Turns, 2)
+	assert.Equal(t, "Working.", acMarkdown(st.Turns[0].ResponseParts), "the cancelled turn kept what it had")
+	prompts := e.fake.ReceivedOfType("prompt")
+	require.Len(t, prompts, 2)
+	assert.Equal(t, turn2, prompts[1].String("taskId"))
+}
+
+// A connection dropped mid-task ends the turn with an error saying so; the
+// provider reconnects and the next turn works. A drop between turns is
+// invisible to the client.
+func TestAgentchanReconnect(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		if p.String("prompt") == "drop" {
+			return []fake.Step{fake.Text("Before the drop."), fake.Drop()}
+		}
+		return []fake.Step{fake.Text("Answer on connection."), fake.Result("done")}
+	})
+	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "drop")
+	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
+	assert.Equal(t, wire.TurnStateError, ended.State)
+	require.NotNil(t, ended.Error)
+	assert.Contains(t, ended.Error.Message, "connection to the agent-channel backend was lost")
+	assert.Equal(t, "Before the drop.", acMarkdown(ended.ResponseParts))
+
+	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "again")
+	done := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn2, acWait)
+	assert.Equal(t, wire.TurnStateComplete, done.State)
+	assert.Equal(t, "Answer on connection.", acMarkdown(done.ResponseParts))
+	prompts := e.fake.ReceivedOfType("prompt")
+	require.Len(t, prompts, 2)
+	assert.Equal(t, 2, prompts[1].Conn, "the second prompt went over the new connection")
+	assert.Equal(t, turn2, prompts[1].String("taskId"))
+
+	// A drop while idle: wait for the reconnection so that the prompt is
+	// not written to the socket being torn down.
+	require.Equal(t, 1, e.fake.DropAll())
+	require.True(t, e.fake.WaitFor(acWait, func() bool { return e.fake.Connections() == 3 }))
+	turn3 := bridgetest.StartTurn(t, e.c, e.channel, "after idle drop")
+	done = bridgetest.WaitTurnEnd(t, e.c, e.channel, turn3, acWait)
+	assert.Equal(t, wire.TurnStateComplete, done.State)
+	assert.Equal(t, "Answer on connection.", acMarkdown(done.ResponseParts))
+	prompts = e.fake.ReceivedOfType("prompt")
+	require.Len(t, prompts, 3)
+	assert.Equal(t, 3, prompts[2].Conn)
+}
+
+// Frames of other channels, of unknown types, of other tasks, and messages
+// that are not frames at all are ignored.
+func TestAgentchanIgnoresUnknown(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.OtherChannel("terminal", "output"),
+			fake.OtherChannel("files", "changed"),
+			fake.Send(map[string]any{"type": "mystery", "content": "?"}),
+			fake.Send(map[string]any{"type": "text", "content": "someone else's", "taskId": "other-task"}),
+			fake.Raw([]byte("not json")),
+			fake.Raw([]byte(`{"channel":"agent"}`)),
+			fake.Raw([]byte(`{"channel":"agent","type":"text","content":42}`)),
+			fake.Raw([]byte(`[1,2,3]`)),
+			fake.Text("The real answer."),
+			fake.Result("done"),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "hello")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, []string{"markdown"}, acPartKinds(turn.ResponseParts))
+	assert.Equal(t, "The real answer.", acMarkdown(turn.ResponseParts))
+	assert.Equal(t, 1, e.fake.Connections(), "odd frames do not cost the connection")
+}
+
+// The result's summary is the answer when no text was streamed, and tool
+// calls still running at the result are completed.
+func TestAgentchanResultSummary(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.Thinking("Planning."),
+			fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "make"}),
+			fake.Result("Built **everything**."),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "build")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, []string{"reasoning", "tool:tc-1", "markdown"}, acPartKinds(turn.ResponseParts))
+	assert.Equal(t, "Built **everything**.", acMarkdown(turn.ResponseParts))
+	tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
+	assert.True(t, tc.Success)
+	assert.Equal(t, "execute", tc.ToolName)
+}
+
+// session/modelChanged becomes `settings {model}`: at once while idle,
+// after the turn while one runs.
+func TestAgentchanModelChanged(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "ls"}),
+			fake.Permission("permission", "req-1", "tc-1", ""),
+			fake.Await("approve", "reject"),
+			fake.Result("done"),
+		}
+	})
+	e.dispatch(t, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}})
+	got := e.waitReceived(t, "settings", 1)
+	require.Len(t, got, 1)
+	assert.Equal(t, "model-b", got[0].String("model"))
+	assert.False(t, got[0].Has("provider"))
+
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "list")
+	id := bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
+	// The host holds the change back until the turn ends; the approval
+	// dispatched after it goes through at once.
+	_, err := e.c.DispatchAction(acCtx(t), e.channel, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-a"}}))
+	require.NoError(t, err)
+	e.dispatch(t, &wire.SessionToolCallApprovedAction{
+		TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
+	})
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+
+	got = e.waitReceived(t, "settings", 2)
+	require.Len(t, got, 2)
+	assert.Equal(t, "model-a", got[1].String("model"))
+	types := acFrameTypes(e.fake.Received())
+	assert.Equal(t, []string{"agent/settings", "agent/prompt", "agent/approve", "agent/settings"}, types,
+		"the model change waits for the end of the turn")
+
+	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool {
+		return s.Summary.Model != nil && s.Summary.Model.ID == "model-a"
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "model-a", st.Summary.Model.ID)
+}

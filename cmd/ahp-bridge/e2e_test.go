@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+)
+
+// These tests run the built binary as a user or an editor would.
+
+// startServe runs `ahp-bridge serve` with the scripted agent as provider
+// "demo" and returns the READY URL and the process.
+func startServe(t *testing.T, extra ...string) (string, *exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	bin := bridgetest.Binary(t)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--acp", "demo=" + bin + " demo-agent"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	select {
+	case line := <-lines:
+		require.True(t, strings.HasPrefix(line, "READY ws://127.0.0.1:"), "first stdout line: %q", line)
+		return strings.TrimPrefix(line, "READY "), cmd, &stderr
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no READY line; stderr:\n%s", stderr.String())
+	}
+	return "", nil, nil
+}
+
+// lockedWriter lets a test read a child's output while the child writes it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func demoDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# Demo project\nThe answer is 42.\n"), 0o644))
+	return dir
+}
+
+func runBin(t *testing.T, timeout time.Duration, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bridgetest.Binary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "running %v: %v\nstderr:\n%s", args, err, errb.String())
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestServePrintsReadyAndClientCompletesTurn(t *testing.T) {
+	url, _, serveErr := startServe(t)
+	assert.Contains(t, url, "/?tkn=")
+	code, out, errOut := runBin(t, 60*time.Second, "", "client", url, "--approve-all", "--cwd", demoDir(t), "demo", "please")
+	require.Equal(t, 0, code, "client stdout:\n%s\nstderr:\n%s\nserve stderr:\n%s", out, errOut, serveErr)
+	assert.Contains(t, out, "The answer is 42", "the file read by the agent reaches the answer")
+}
+
+func TestClientJSONIsNDJSON(t *testing.T) {
+	url, _, _ := startServe(t)
+	code, out, errOut := runBin(t, 60*time.Second, "", "client", url, "--json", "--approve-all", "--cwd", demoDir(t), "demo")
+	require.Equal(t, 0, code, "stderr:\n%s", errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Greater(t, len(lines), 5)
+	sawComplete := false
+	for _, line := range lines {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), "line %q", line)
+		if strings.Contains(line, `"session/turnComplete"`) {
+			sawComplete = true
+		}
+	}
+	assert.True(t, sawComplete, "the NDJSON stream shows the turn completing")
+}
+
+func TestClientDeniedExitCode(t *testing.T) {
+	url, _, _ := startServe(t)
+	code, out, errOut := runBin(t, 60*time.Second, "", "client", url, "--deny-all", "--cwd", demoDir(t), "demo")
+	assert.Equal(t, 5, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+}
+
+func TestWireLogLinesCarryAhpLog(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "wire.jsonl")
+	url, cmd, _ := startServe(t, "--wire-log", logFile)
+	code, _, errOut := runBin(t, 60*time.Second, "", "client", url, "--approve-all", "--cwd", demoDir(t), "demo")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait())
+
+	data, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	token := url[strings.Index(url, "tkn=")+4:]
+	assert.NotContains(t, string(data), token, "the token never appears in the wire log")
+	dirs := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var v struct {
+			JSONRPC string `json:"jsonrpc"`
+			AhpLog  struct {
+				TS  string `json:"ts"`
+				Dir string `json:"dir"`
+			} `json:"_ahpLog"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &v), "line %q", line)
+		assert.Equal(t, "2.0", v.JSONRPC)
+		_, err := time.Parse(time.RFC3339Nano, v.AhpLog.TS)
+		assert.NoError(t, err)
+		dirs[v.AhpLog.Dir]++
+	}
+	assert.Greater(t, dirs["c2s"], 2)
+	assert.Greater(t, dirs["s2c"], 10)
+}
+
+func TestBadFlagsExit2(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"agents":[{"id":"a","command":"x"}],"typo":1}`), 0o644))
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--approve", "maybe"}, "--approve"},
+		{[]string{"serve", "--listen", "nonsense"}, "--listen"},
+		{[]string{"serve", "--acp", "noequals"}, "--acp"},
+		{[]string{"serve", "--acp", "a=echo 'unterminated"}, "unterminated"},
+		{[]string{"serve", "--agentchan", "x=http://not-ws"}, "ws://"},
+		{[]string{"serve", "--log-format", "xml"}, "--log-format"},
+		{[]string{"serve", "--no-token", "--listen", "0.0.0.0:0"}, "non-loopback"},
+		{[]string{"serve", "--token", "a", "--no-token"}, "exclude"},
+		{[]string{"serve", "--config", cfg}, "typo"},
+		{[]string{"serve", "--bogus"}, "bogus"},
+		{[]string{"client"}, "URL"},
+		{[]string{"nosuchcommand"}, "unknown command"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, errOut := runBin(t, 30*time.Second, "", tc.args...)
+			assert.Equal(t, 2, code, "stderr: %s", errOut)
+			assert.Contains(t, errOut, tc.want)
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runBin(t, 30*time.Second, "", "version")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "ahp-bridge "), out)
+	assert.Contains(t, out, "commit")
+}
+
+// TestStdioCompletesTurn speaks AHP over the pipes of `serve --stdio` as an
+// editor would.
+func TestStdioCompletesTurn(t *testing.T) {
+	bin := bridgetest.Binary(t)
+	cmd := exec.Command(bin, "serve", "--stdio", "--acp", "demo="+bin+" demo-agent")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	frames := make(chan map[string]any, 1024)
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				frames <- map[string]any{"_notJSON": sc.Text()}
+				continue
+			}
+			frames <- m
+		}
+	}()
+	send := func(id int, method string, params any) {
+		msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+		if id == 0 {
+			delete(msg, "id") // a notification
+		}
+		b, err := json.Marshal(msg)
+		require.NoError(t, err)
+		_, err = stdin.Write(append(b, '\n'))
+		require.NoError(t, err)
+	}
+	await := func(what string, pred func(map[string]any) bool) map[string]any {
+		timeout := time.After(60 * time.Second)
+		for {
+			select {
+			case f, ok := <-frames:
+				require.True(t, ok, "stdout closed while waiting for %s; stderr:\n%s", what, stderr.String())
+				require.NotContains(t, f, "_notJSON", "stdout carries only protocol")
+				if pred(f) {
+					return f
+				}
+			case <-timeout:
+				t.Fatalf("timed out waiting for %s; stderr:\n%s", what, stderr.String())
+			}
+		}
+	}
+	isResponse := func(id int) func(map[string]any) bool {
+		return func(f map[string]any) bool { v, ok := f["id"].(float64); return ok && int(v) == id }
+	}
+
+	send(1, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"}, "clientId": "editor", "initialSubscriptions": []string{"ahp-root://"}})
+	resp := await("initialize", isResponse(1))
+	require.Nil(t, resp["error"], "%v", resp)
+
+	session := "ahp-session:/8d7f5c1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
+	send(2, "createSession", map[string]any{"channel": session, "provider": "demo", "workingDirectory": "file://" + demoDir(t)})
+	resp = await("createSession", isResponse(2))
+	require.Nil(t, resp["error"], "%v", resp)
+	send(3, "subscribe", map[string]any{"channel": session})
+	resp = await("subscribe", isResponse(3))
+	require.Nil(t, resp["error"], "%v", resp)
+	isAction := func(typ string) func(map[string]any) bool {
+		return func(f map[string]any) bool {
+			if f["method"] != "action" {
+				return false
+			}
+			b, _ := json.Marshal(f["params"])
+			return strings.Contains(string(b), fmt.Sprintf(`"type":%q`, typ))
+		}
+	}
+	snap, _ := json.Marshal(resp["result"])
+	if !strings.Contains(string(snap), `"lifecycle":"ready"`) {
+		await("session/ready", isAction("session/ready"))
+	}
+
+	// "echo" replies without asking permission.
+	send(0, "dispatchAction", map[string]any{"channel": session, "clientSeq": 1, "action": map[string]any{
+		"type": "session/turnStarted", "turnId": "turn-1",
+		"message": map[string]any{"text": "echo hello over stdio", "origin": map[string]any{"kind": "user"}},
+	}})
+	done := await("turn end", func(f map[string]any) bool {
+		return isAction("session/turnComplete")(f) || isAction("session/error")(f)
+	})
+	assert.True(t, isAction("session/turnComplete")(done), "turn ended with %v", done)
+	require.NoError(t, stdin.Close())
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		assert.NoError(t, err, "serve --stdio exits cleanly when stdin closes")
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve --stdio did not exit after stdin closed")
+	}
+}
+
+// TestSIGTERMMidTurnLeavesNoChild checks graceful shutdown: exit 0 and the
+// agent process is gone.
+func TestSIGTERMMidTurnLeavesNoChild(t *testing.T) {
+	url, cmd, serveErr := startServe(t)
+	client := exec.Command(bridgetest.Binary(t), "client", url, "--approve-all", "--cwd", demoDir(t), "ignore-cancel")
+	cout := &lockedWriter{w: &bytes.Buffer{}}
+	client.Stdout = cout
+	require.NoError(t, client.Start())
+	t.Cleanup(func() { _ = client.Process.Kill(); _ = client.Wait() })
+
+	var children []int
+	require.Eventually(t, func() bool {
+		children = childPIDs(cmd.Process.Pid)
+		return len(children) > 0 && strings.Contains(readLocked(cout), "ignoring cancel")
+	}, 60*time.Second, 50*time.Millisecond, "the agent never started the turn; client output: %s", readLocked(cout))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		require.NoError(t, err, "serve exits 0 on SIGTERM; stderr:\n%s", serveErr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not exit after SIGTERM; stderr:\n%s", serveErr.String())
+	}
+	for _, pid := range children {
+		assert.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 50*time.Millisecond, "agent pid %d outlived the bridge", pid)
+	}
+}
+
+func readLocked(w *lockedWriter) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.(*bytes.Buffer).String()
+}
+
+// childPIDs lists the processes whose parent is pid.
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may contain spaces, so cut at ')'.
+		rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
+		fields := strings.Fields(rest)
+		if len(fields) > 1 {
+			if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}
