@@ -285,6 +285,10 @@ func (a *agentProc) isExited() bool {
 
 // kill ends the process group; note says why, for the exit error.
 func (a *agentProc) kill(note string) {
+	if a.isExited() {
+		// Reaped already: the group id may belong to someone else by now.
+		return
+	}
 	a.mu.Lock()
 	if a.killNote == "" {
 		a.killNote = note

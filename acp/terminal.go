@@ -307,7 +307,9 @@ func (s *session) releaseTerminal(id string) error {
 }
 
 func (s *session) stopTerminal(t *terminal) {
-	_ = killGroup(t.pid)
+	if _, _, done := t.status(); !done {
+		_ = killGroup(t.pid)
+	}
 	<-t.exited
 }
 

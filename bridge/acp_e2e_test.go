@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
@@ -234,6 +236,286 @@ func TestACPV2Kinds(t *testing.T) {
 	assert.Contains(t, notes[0].Content.Text, "_custom_update")
 }
 
+func TestACPFlood(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", projectDir(t))
+
+	const n, size = 10000, 16
+	turn := r.turn(ch, fmt.Sprintf("flood %d %d", n, size))
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	var want strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&want, "%08d%s", i, strings.Repeat("x", size-8))
+	}
+	got := turnText(turn.ResponseParts)
+	require.Len(t, got, want.Len(), "every chunk arrives")
+	assert.True(t, got == want.String(), "the chunks arrive complete and in order")
+	assert.Len(t, partsOf[wire.MarkdownResponsePart](turn.ResponseParts), 1, "consecutive chunks extend one part")
+}
+
+func TestACPOverlongLine(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) { c.MaxLineBytes = 1 << 20 }})
+	ch := r.session("script", projectDir(t))
+
+	// The 2 MiB line is over the provider's limit: it is dropped, the
+	// connection survives and the rest of the turn arrives.
+	turn := r.turn(ch, "longline 2097152")
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, "after", turnText(turn.ResponseParts))
+
+	// A line longer than acp-go-sdk's own 10 MiB limit but within the
+	// provider's (64 MiB by default) is delivered whole: session/update is
+	// read from the raw stream, so it never reaches the SDK's reader.
+	r2 := newACPRig(t, acpRigOptions{})
+	ch2 := r2.session("script", projectDir(t))
+	const long = 11 << 20
+	turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	text := turnText(turn.ResponseParts)
+	require.Len(t, text, long+len("after"))
+	assert.True(t, strings.HasSuffix(text, "aaaaafter"))
+
+	next := r.turn(ch, "echo next")
+	assert.Equal(t, "text:echo next", turnText(next.ResponseParts))
+}
+
+func TestACPUnknownMethods(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", projectDir(t))
+
+	turn := r.turn(ch, "unknown-method")
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	text := turnText(turn.ResponseParts)
+	assert.Contains(t, text, "unknown-method error: -32601", "an unknown client method is answered 'method not found'")
+	assert.Contains(t, text, "extension error: -32601", "an unknown extension method is answered 'method not found'")
+
+	flood := r.turn(ch, "notify-flood 2000")
+	assert.Equal(t, wire.TurnStateComplete, flood.State)
+	assert.Equal(t, "survived", turnText(flood.ResponseParts), "unknown notifications are ignored")
+}
+
+func TestACPTitleAndUsage(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", projectDir(t))
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
+	require.NoError(t, err, "the title sent before session/new's response is not lost")
+
+	r.turn(ch, "title A new title")
+	st, err = r.c.Session(ch)
+	require.NoError(t, err)
+	assert.Equal(t, "A new title", st.Summary.Title)
+
+	turn := r.turn(ch, "usage")
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	require.NotNil(t, turn.Usage)
+	assert.Equal(t, int64(10), deref(turn.Usage.InputTokens))
+	assert.Equal(t, int64(20), deref(turn.Usage.OutputTokens))
+	assert.Equal(t, int64(5), deref(turn.Usage.CacheReadTokens))
+}
+
+func TestACPFileSystemConfinedToCwd(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	parent := t.TempDir()
+	cwd := filepath.Join(parent, "project")
+	require.NoError(t, os.Mkdir(cwd, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(parent, "secret.txt"), []byte("top secret"), 0o644))
+	ch := r.session("script", cwd)
+
+	turn := r.turn(ch, "write notes.txt hello from the agent")
+	assert.Equal(t, "wrote notes.txt", turnText(turn.ResponseParts))
+	data, err := os.ReadFile(filepath.Join(cwd, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello from the agent", string(data))
+
+	turn = r.turn(ch, "read notes.txt")
+	assert.Equal(t, "content:hello from the agent", turnText(turn.ResponseParts))
+
+	for _, prompt := range []string{"read ../secret.txt", "read " + filepath.Join(parent, "secret.txt")} {
+		turn = r.turn(ch, prompt)
+		text := turnText(turn.ResponseParts)
+		assert.True(t, strings.HasPrefix(text, "read error: "), "%s: %s", prompt, text)
+		assert.NotContains(t, text, "top secret")
+	}
+	for _, prompt := range []string{"write ../escape.txt x", "write " + filepath.Join(parent, "escape.txt") + " x"} {
+		turn = r.turn(ch, prompt)
+		text := turnText(turn.ResponseParts)
+		assert.True(t, strings.HasPrefix(text, "write error: "), "%s: %s", prompt, text)
+	}
+	_, err = os.Stat(filepath.Join(parent, "escape.txt"))
+	assert.True(t, os.IsNotExist(err), "nothing was written outside the cwd")
+}
+
+func TestACPTerminalMirrored(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	cwd := projectDir(t)
+	ch := r.session("script", cwd)
+	gate := filepath.Join(t.TempDir(), "go")
+
+	// The command prints once before and once after the test opens the
+	// gate, so part of its output surely reaches the subscribed client as
+	// terminal/data actions.
+	turnID := bridgetest.StartTurn(t, r.c, ch,
+		"terminal echo first-line; while [ ! -e "+gate+" ]; do sleep 0.05; done; echo second-line; exit 7")
+	root, err := r.c.WaitForRoot(r.ctx(), func(s *wire.RootState) bool { return len(s.Terminals) > 0 })
+	require.NoError(t, err, "the agent's terminal is published in the root state")
+	require.Len(t, root.Terminals, 1)
+	term := root.Terminals[0].Resource
+	assert.True(t, strings.HasPrefix(term, "ahp-terminal:/"), term)
+
+	snap, err := r.c.Subscribe(r.ctx(), term)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, "exit=7 truncated=false output=first-line\nsecond-line\n", turnText(turn.ResponseParts))
+
+	// The terminal channel as a client sees it: the snapshot's content,
+	// then terminal/data and terminal/exited actions.
+	var snapState wire.TerminalState
+	raw, err := json.Marshal(snap.State)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &snapState))
+	output := terminalText(snapState.Content)
+	var data []string
+	var exit *int
+	for exit == nil {
+		ev, err := r.c.Next(r.ctx())
+		require.NoError(t, err, "waiting for terminal/exited")
+		if ev.Envelope == nil || ev.Channel != term || ev.Envelope.ServerSeq <= snap.FromSeq {
+			continue
+		}
+		switch a := ev.Envelope.Action.Value.(type) {
+		case *wire.TerminalDataAction:
+			data = append(data, a.Data)
+		case *wire.TerminalExitedAction:
+			exit = a.ExitCode
+		}
+	}
+	assert.NotEmpty(t, data, "output after subscribing arrives as terminal/data")
+	assert.Equal(t, "first-line\nsecond-line\n", output+strings.Join(data, ""))
+	require.NotNil(t, exit)
+	assert.Equal(t, 7, *exit)
+
+	// The tool call shows the terminal.
+	done, ok := toolCall(t, turn.ResponseParts, "term-1").(*wire.ToolCallCompletedState)
+	require.True(t, ok)
+	var found bool
+	for _, c := range done.Content {
+		if tc, ok := c.Value.(*wire.ToolResultTerminalContent); ok {
+			found = tc.Resource == term
+		}
+	}
+	assert.True(t, found, "the tool call content links the terminal channel %s: %+v", term, done.Content)
+}
+
+// terminalText is the output held in a terminal state's content.
+func terminalText(parts []wire.TerminalContentPart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		switch v := p.Value.(type) {
+		case *wire.TerminalUnclassifiedPart:
+			b.WriteString(v.Value)
+		case *wire.TerminalCommandPart:
+			b.WriteString(v.Output)
+		}
+	}
+	return b.String()
+}
+
+func TestACPApprovePolicy(t *testing.T) {
+	t.Run("all", func(t *testing.T) {
+		r := newACPRig(t, acpRigOptions{approve: "all"})
+		ch := r.session("script", projectDir(t))
+		turn := r.turn(ch, "demo")
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		assert.Contains(t, turnText(turn.ResponseParts), "I read README.md.")
+		done, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCompletedState)
+		require.True(t, ok)
+		assert.Equal(t, wire.ToolCallConfirmationReasonSetting, done.Confirmed, "approved by the setting, not a client")
+		assert.True(t, done.Success)
+
+		turn = r.turn(ch, "permission")
+		assert.Equal(t, "selected: allow-once", turnText(turn.ResponseParts))
+	})
+	t.Run("none", func(t *testing.T) {
+		r := newACPRig(t, acpRigOptions{approve: "none"})
+		ch := r.session("script", projectDir(t))
+		turn := r.turn(ch, "demo")
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		assert.Contains(t, turnText(turn.ResponseParts), "You did not let me read README.md.")
+		c, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
+		require.True(t, ok)
+		assert.Equal(t, wire.ToolCallCancellationReasonDenied, c.Reason)
+
+		turn = r.turn(ch, "permission")
+		assert.Equal(t, "selected: reject-once", turnText(turn.ResponseParts))
+	})
+}
+
+func TestACPTwoClientsFirstConfirmationWins(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", projectDir(t))
+	second := r.env.Client(t)
+	_, err := second.Subscribe(r.ctx(), ch)
+	require.NoError(t, err)
+
+	turnID := bridgetest.StartTurn(t, r.c, ch, "permission")
+	pc := r.pendingTool(second, ch)
+	require.NoError(t, r.confirm(second, ch, approve(turnID, pc.ToolCallID, "allow-always")))
+	err = r.confirm(r.c, ch, deny(turnID, pc.ToolCallID, "reject-once"))
+	assert.True(t, isRejected(err), "the second confirmation is rejected: %v", err)
+
+	for _, c := range []*client.Client{r.c, second} {
+		turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, acpTimeout)
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		// The agent reports every outcome it receives; it got one.
+		assert.Equal(t, "selected: allow-always", turnText(turn.ResponseParts))
+		done, ok := toolCall(t, turn.ResponseParts, "perm-1").(*wire.ToolCallCompletedState)
+		require.True(t, ok)
+		require.NotNil(t, done.SelectedOption)
+		assert.Equal(t, "allow-always", done.SelectedOption.ID)
+	}
+}
+
+func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", projectDir(t))
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
+		return s.Config != nil && s.Config.Values["model"] == "script-fast"
+	})
+	require.NoError(t, err, "the agent's model option is published")
+	require.NotNil(t, st.Config)
+
+	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
+	r.activeText(ch, "waiting")
+	require.NoError(t, r.confirm(r.c, ch, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
+	cancelEnv, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
+	require.NoError(t, err)
+
+	// The agent applies the model only once the turn is over: its answer
+	// (configChanged) comes after the turn ended.
+	var changedSeq int64
+	for changedSeq == 0 {
+		ev, err := r.c.Next(r.ctx())
+		require.NoError(t, err, "waiting for the agent's configChanged")
+		if ev.Envelope == nil || ev.Channel != ch || ev.Envelope.Origin != nil {
+			continue
+		}
+		if a, ok := ev.Envelope.Action.Value.(*wire.SessionConfigChangedAction); ok && a.Config["model"] == "script-smart" {
+			changedSeq = ev.Envelope.ServerSeq
+		}
+	}
+	assert.Greater(t, changedSeq, cancelEnv.ServerSeq, "the model changed after the turn ended, not during it")
+	st, err = r.c.Session(ch)
+	require.NoError(t, err)
+	assert.Equal(t, "script-smart", st.Config.Values["model"])
+	require.NotNil(t, st.Summary.Model)
+	assert.Equal(t, "script-smart", st.Summary.Model.ID)
+
+	turn := r.turn(ch, "echo with the new model")
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
@@ -263,5 +545,3 @@ func partsOf2Markdown(parts []wire.ResponsePart) []wire.ResponsePart {
 	}
 	return out
 }
-
-var _ = fmt.Sprint

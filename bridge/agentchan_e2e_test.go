@@ -16,8 +16,8 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
-	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"
 )
 
 // These tests drive an agent-channel backend (the scriptable fake server)
@@ -45,6 +45,13 @@ type acEnv struct {
 // and a session on provider "ws".
 func startAgentchan(t *testing.T, script fake.Script) *acEnv {
 	t.Helper()
+	return startAgentchanWith(t, script, bridgetest.Options{}, nil)
+}
+
+// startAgentchanWith is startAgentchan with bridge options; with model
+// set, the session is created with that model.
+func startAgentchanWith(t *testing.T, script fake.Script, opts bridgetest.Options, model *wire.ModelSelection) *acEnv {
+	t.Helper()
 	srv := fake.New(fake.Options{Token: acToken, Script: script})
 	t.Cleanup(srv.Close) // runs after the bridge's cleanup (LIFO)
 	p := agentchan.NewProvider(agentchan.Config{
@@ -55,9 +62,20 @@ func startAgentchan(t *testing.T, script fake.Script) *acEnv {
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffMax:     200 * time.Millisecond,
 	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
-	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+	env := bridgetest.Start(t, []backend.Provider{p}, opts)
 	c := env.Client(t)
-	ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
+	if model == nil {
+		ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
+		return &acEnv{fake: srv, c: c, channel: ch}
+	}
+	ctx := acCtx(t)
+	ch := client.NewSessionURI()
+	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws"), Model: model}))
+	_, err := c.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	require.NoError(t, err)
+	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle, "session creation failed: %+v", st.CreationError)
 	return &acEnv{fake: srv, c: c, channel: ch}
 }
 
@@ -562,4 +580,224 @@ func TestAgentchanModelChanged(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, "model-a", st.Summary.Model.ID)
+}
+
+// A server that does not echo the taskId on its frames works too: frames
+// without one belong to the running task.
+func TestAgentchanFramesWithoutTaskID(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.SendNoTask(map[string]any{"type": "thinking", "content": "Hmm."}),
+			fake.SendNoTask(map[string]any{"type": "tool_invocation", "toolCallId": "tc-1", "toolName": "grep", "args": map[string]any{"pattern": "x"}}),
+			fake.SendNoTask(map[string]any{"type": "tool_result", "toolCallId": "tc-1", "result": map[string]any{"matches": 3}}),
+			fake.SendNoTask(map[string]any{"type": "text", "content": "Three matches."}),
+			fake.SendNoTask(map[string]any{"type": "result", "summary": "done"}),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "count")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, []string{"reasoning", "tool:tc-1", "markdown"}, acPartKinds(turn.ResponseParts))
+	tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
+	assert.Equal(t, "search", tc.ToolName)
+	assert.Equal(t, []string{`{"matches":3}`}, acResultTexts(tc.Content))
+	assert.Equal(t, map[string]any{"matches": float64(3)}, tc.StructuredContent)
+	assert.Equal(t, "Three matches.", acMarkdown(turn.ResponseParts))
+}
+
+// Cancelling a turn that waits for the user answers what it waited for,
+// then aborts the task.
+func TestAgentchanCancelWhileWaiting(t *testing.T) {
+	t.Run("permission", func(t *testing.T) {
+		e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+			return []fake.Step{
+				fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "rm -rf /"}),
+				fake.Permission("permission_request", "req-1", "tc-1", "Really?"),
+				fake.Await("abort"),
+			}
+		})
+		turnID := bridgetest.StartTurn(t, e.c, e.channel, "wipe")
+		bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
+		e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turnID})
+		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+		assert.Equal(t, wire.TurnStateCancelled, turn.State)
+		e.waitReceived(t, "abort", 1)
+		assert.Equal(t, []string{"agent/prompt", "agent/reject", "agent/abort"}, acFrameTypes(e.fake.Received()),
+			"the request is rejected before the task is aborted")
+		assert.Equal(t, "req-1", e.fake.ReceivedOfType("reject")[0].String("requestId"))
+		assert.Empty(t, e.fake.ReceivedOfType("approve"))
+		_, ok := acToolCall(t, turn.ResponseParts, "tc-1").(*wire.ToolCallCancelledState)
+		assert.True(t, ok, "the pending tool call is cancelled")
+	})
+	t.Run("question", func(t *testing.T) {
+		e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+			return []fake.Step{
+				fake.ToolInvocation("tc-1", "ask", nil),
+				fake.Question("Why?"),
+				fake.Await("abort"),
+			}
+		})
+		turnID := bridgetest.StartTurn(t, e.c, e.channel, "ask me")
+		_, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
+		require.NoError(t, err)
+		e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turnID})
+		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+		assert.Equal(t, wire.TurnStateCancelled, turn.State)
+		aborts := e.waitReceived(t, "abort", 1)
+		assert.Equal(t, turnID, aborts[0].String("taskId"))
+		st, err := e.c.Session(e.channel)
+		require.NoError(t, err)
+		assert.Empty(t, st.InputRequests, "the question went with the turn")
+	})
+}
+
+// A question that no open tool call asked is answered with a follow-up
+// prompt of the same task.
+func TestAgentchanQuestionWithoutToolCall(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		if p.String("prompt") != "greet me" {
+			return nil // the follow-up carrying the answer; the first script goes on
+		}
+		return []fake.Step{
+			fake.Question("What is your name?"),
+			fake.Await("prompt"),
+			fake.Text("Hello!"),
+			fake.Result("done"),
+		}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "greet me")
+	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
+	require.NoError(t, err)
+	req := st.InputRequests[0]
+	require.Len(t, req.Questions, 1)
+	q, ok := req.Questions[0].Value.(*wire.SessionInputTextQuestion)
+	require.True(t, ok)
+	e.dispatch(t, &wire.SessionInputCompletedAction{
+		RequestID: req.ID, Response: wire.SessionInputResponseKindAccept,
+		Answers: map[string]wire.SessionInputAnswer{q.ID: wire.NewSessionInputAnswer(wire.SessionInputAnswered{
+			State: wire.SessionInputAnswerStateSubmitted,
+			Value: wire.NewSessionInputAnswerValue(wire.SessionInputTextAnswerValue{Value: "Ada"}),
+		})},
+	})
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, "Hello!", acMarkdown(turn.ResponseParts))
+	prompts := e.fake.ReceivedOfType("prompt")
+	require.Len(t, prompts, 2)
+	assert.Equal(t, "Ada", prompts[1].String("prompt"))
+	assert.Equal(t, turnID, prompts[1].String("taskId"), "the answer continues the same task")
+	assert.Empty(t, e.fake.ReceivedOfType("tool_response"))
+}
+
+// The --approve policy answers agent-channel permission requests without
+// asking the clients.
+func TestAgentchanApprovePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy, want string
+		cancelled    bool
+	}{
+		{"all", "approve", false},
+		{"none", "reject", true},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			e := startAgentchanWith(t, func(p fake.ClientFrame) []fake.Step {
+				return []fake.Step{
+					fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "make"}),
+					fake.Permission("approval_request", "req-1", "tc-1", ""),
+					fake.Await("approve", "reject"),
+					fake.Result("done"),
+				}
+			}, bridgetest.Options{Approve: tc.policy}, nil)
+			turnID := bridgetest.StartTurn(t, e.c, e.channel, "build")
+			turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+			assert.Equal(t, wire.TurnStateComplete, turn.State)
+			got := e.waitReceived(t, tc.want, 1)
+			assert.Equal(t, "req-1", got[0].String("requestId"))
+			v := acToolCall(t, turn.ResponseParts, "tc-1")
+			if tc.cancelled {
+				c, ok := v.(*wire.ToolCallCancelledState)
+				require.True(t, ok, "tool call is %T", v)
+				assert.Equal(t, wire.ToolCallCancellationReasonDenied, c.Reason)
+			} else {
+				c, ok := v.(*wire.ToolCallCompletedState)
+				require.True(t, ok, "tool call is %T", v)
+				assert.True(t, c.Success)
+			}
+		})
+	}
+}
+
+// The model chosen at creation is sent as settings when the socket
+// connects, and the latest settings are sent again after a reconnection.
+func TestAgentchanModelAtCreationAndReconnect(t *testing.T) {
+	e := startAgentchanWith(t, nil, bridgetest.Options{}, &wire.ModelSelection{ID: "model-b"})
+	got := e.waitReceived(t, "settings", 1)
+	assert.Equal(t, "model-b", got[0].String("model"))
+	assert.Equal(t, 1, got[0].Conn)
+
+	e.dispatch(t, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-a"}})
+	got = e.waitReceived(t, "settings", 2)
+	assert.Equal(t, "model-a", got[1].String("model"))
+
+	require.Equal(t, 1, e.fake.DropAll())
+	got = e.waitReceived(t, "settings", 3)
+	assert.Equal(t, "model-a", got[2].String("model"))
+	assert.Equal(t, 2, got[2].Conn, "restored on the new connection")
+
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "hi")
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, "done", acMarkdown(turn.ResponseParts))
+}
+
+// gatedProvider holds OpenSession until gate is closed, so that a test can
+// act while the session is still being created.
+type gatedProvider struct {
+	backend.Provider
+	gate chan struct{}
+}
+
+func (g gatedProvider) OpenSession(ctx context.Context, opts backend.SessionOptions, sink backend.Sink) (backend.Session, error) {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Provider.OpenSession(ctx, opts, sink)
+}
+
+// A model chosen while the session is still being created reaches the
+// backend before the first prompt.
+func TestAgentchanModelChangedWhileCreating(t *testing.T) {
+	srv := fake.New(fake.Options{Token: acToken})
+	t.Cleanup(srv.Close)
+	gate := make(chan struct{})
+	p := gatedProvider{
+		Provider: agentchan.NewProvider(agentchan.Config{
+			ID: "ws", URL: srv.URL(), Token: acToken,
+			Models: []backend.ModelInfo{{ID: "model-a"}, {ID: "model-b"}},
+		}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)),
+		gate: gate,
+	}
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+	c := env.Client(t)
+	ctx := acCtx(t)
+	ch := client.NewSessionURI()
+	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws")}))
+	_, err := c.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	_, err = c.Confirm(ctx, ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}}))
+	require.NoError(t, err)
+	close(gate)
+	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	require.NoError(t, err)
+	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle)
+
+	turnID := bridgetest.StartTurn(t, c, ch, "hi")
+	turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	require.True(t, srv.WaitFor(acWait, func() bool { return len(srv.ReceivedOfType("settings")) == 1 }))
+	assert.Equal(t, []string{"agent/settings", "agent/prompt"}, acFrameTypes(srv.Received()),
+		"the model is set before the first prompt")
+	assert.Equal(t, "model-b", srv.ReceivedOfType("settings")[0].String("model"))
 }

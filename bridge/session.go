@@ -85,7 +85,20 @@ func (s *session) open(ctx context.Context, p backend.Provider) {
 		Model:     s.model,
 	}, backend.SinkFunc(s.Event))
 
+	// Settings the clients changed while the session was being created were
+	// deferred (setConfig defers while s.be is nil); send them before the
+	// session is ready, so the first prompt already runs with them. s.be
+	// stays nil until none is left, which keeps later changes in order.
 	s.mu.Lock()
+	for err == nil && !s.disposed && len(s.deferred) > 0 {
+		deferred := s.deferred
+		s.deferred = map[string]string{}
+		s.mu.Unlock()
+		for k, v := range deferred {
+			s.applyConfig(be, k, v)
+		}
+		s.mu.Lock()
+	}
 	s.be, s.openErr = be, err
 	disposed := s.disposed
 	close(s.ready)

@@ -25,9 +25,9 @@
 // server's action envelopes (its own echoed actions included) with package
 // reducer, in serverSeq order. Optimistic adds write-ahead reconciliation on
 // top: the client's own dispatched actions that the server has not echoed
-// yet, replayed on a copy of the confirmed state. Reconnection (the
-// `reconnect` command) is not implemented; a dropped connection ends the
-// Client.
+// yet, replayed on a copy of the confirmed state. A Client ends with its
+// connection; Reconnect resumes its state on a new connection with the
+// `reconnect` command (replay or fresh snapshots).
 package client
 
 import (

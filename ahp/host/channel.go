@@ -202,8 +202,14 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 		return seq
 	}
 	h.ring.push(ringEntry{seq: seq, channel: ch.uri, env: env})
+	var cache map[codec][]byte
 	for c := range ch.subs {
-		h.queue(c, frame)
+		if c.codec != nil && c.codec != baseline && cache == nil {
+			cache = map[codec][]byte{}
+		}
+		if f, ok := h.translateShared(c, frame, cache, true); ok {
+			h.queueFrame(c, f)
+		}
 	}
 	if sender != nil {
 		if _, subscribed := ch.subs[sender]; !subscribed {
@@ -216,8 +222,16 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 	return seq
 }
 
-// queue hands a frame to a connection's outbound queue.
+// queue hands a baseline frame to a connection's outbound queue, through
+// the connection's codec.
 func (h *Host) queue(c *conn, frame []byte) {
+	if frame = forConn(c, frame); frame != nil {
+		h.queueFrame(c, frame)
+	}
+}
+
+// queueFrame queues a frame already in the connection's encoding.
+func (h *Host) queueFrame(c *conn, frame []byte) {
 	h.stats.queued.Add(1)
 	c.send(frame)
 }
@@ -252,8 +266,14 @@ func (h *Host) broadcastRootLocked(method string, params any) {
 		return
 	}
 	frame := encodeNotification(method, body)
+	var cache map[codec][]byte
 	for c := range h.root.subs {
-		h.queue(c, frame)
+		if c.codec != nil && c.codec != baseline && cache == nil {
+			cache = map[codec][]byte{}
+		}
+		if f, ok := h.translateShared(c, frame, cache, false); ok {
+			h.queueFrame(c, f)
+		}
 	}
 }
 

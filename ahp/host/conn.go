@@ -17,7 +17,7 @@ type Conn = transport.Conn
 // close the connection once this frame (if any) has been written.
 type outFrame struct {
 	b          []byte
-	closeAfter bool
+	closeAfter string // non-empty: close after writing, for this reason
 }
 
 // conn is the host's side of one client connection.
@@ -32,12 +32,14 @@ type conn struct {
 
 	killOnce sync.Once
 	kill     chan struct{} // closed when the connection must end
+	reason   string        // why; written once before kill is closed
 
 	// Handshake state, written by the read loop under h.mu, read by
 	// other goroutines under h.mu.
 	initialized bool
 	clientID    string
 	version     string
+	codec       codec // set with version; nil means baseline
 
 	// subs is the set of channels this connection is subscribed to,
 	// guarded by h.mu (it mirrors channel.subs).
@@ -72,15 +74,15 @@ func (c *conn) send(frame []byte) {
 	c.pushLocked(outFrame{b: frame})
 }
 
-// sendAndClose queues a final frame; the connection is closed after it has
-// been written (used after a failed protocol negotiation).
-func (c *conn) sendAndClose(frame []byte) {
+// sendAndClose queues a final frame; the connection is closed, for reason,
+// after it has been written (used after a failed protocol negotiation).
+func (c *conn) sendAndClose(frame []byte, reason string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if c.dead {
 		return
 	}
-	c.pushLocked(outFrame{b: frame, closeAfter: true})
+	c.pushLocked(outFrame{b: frame, closeAfter: reason})
 	c.dead = true
 }
 
@@ -132,6 +134,7 @@ func (c *conn) overflowLocked() {
 // terminate ends the connection; the first reason given is logged.
 func (c *conn) terminate(reason string) {
 	c.killOnce.Do(func() {
+		c.reason = reason
 		c.log.Info().Str("reason", reason).Msg("closing AHP connection")
 		close(c.kill)
 	})
@@ -151,8 +154,8 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
-			if f.closeAfter {
-				c.terminate("closed by the server after its final message")
+			if f.closeAfter != "" {
+				c.terminate(f.closeAfter)
 				return
 			}
 		}

@@ -161,11 +161,11 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 			Data: wire.UnsupportedProtocolVersionErrorData{SupportedVersions: slices.Clone(supportedVersions)},
 		}
 		c.log.Warn().Strs("offered", p.ProtocolVersions).Msg("protocol negotiation failed; closing the connection")
-		c.sendAndClose(encodeError(m.id, e))
+		c.sendAndClose(encodeError(m.id, e), "protocol version negotiation failed")
 		return
 	}
 	h.mu.Lock()
-	c.initialized, c.clientID, c.version = true, p.ClientID, version
+	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, version, codecFor(version)
 	h.mu.Unlock()
 	c.log.Debug().Str("client", p.ClientID).Str("version", version).Msg("client initialized")
 
@@ -186,7 +186,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 		frame = encodeError(m.id, &Error{Code: CodeInternalError, Message: err.Error()})
 	}
 	h.stats.queued.Add(1)
-	c.release(frame)
+	c.release(forConn(c, frame))
 }
 
 // negotiate picks the first version in the client's preference order that
@@ -239,7 +239,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 	}
 	h.mu.Lock()
 	if !c.initialized {
-		c.initialized, c.clientID, c.version = true, p.ClientID, ProtocolVersion030
+		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, ProtocolVersion030, baseline
 	}
 	if h.ring.canReplayFrom(p.LastSeenServerSeq, h.seq) {
 		// Replay under the sequencer lock: nothing can be sequenced between
@@ -291,7 +291,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		frame = encodeError(m.id, &Error{Code: CodeInternalError, Message: err.Error()})
 	}
 	h.stats.queued.Add(1)
-	c.release(frame)
+	c.release(forConn(c, frame))
 }
 
 func (h *Host) subscribe(c *conn, m *inMessage, uri string) {
@@ -315,7 +315,7 @@ func (h *Host) subscribe(c *conn, m *inMessage, uri string) {
 		}
 	}
 	h.stats.queued.Add(1)
-	c.release(frame)
+	c.release(forConn(c, frame))
 }
 
 // dispatchAction handles a client's write-ahead action.

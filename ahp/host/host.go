@@ -276,11 +276,21 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		h.wireLog("in", msg)
 		h.handleFrame(cctx, c, msg)
 	}
-	if errors.Is(readErr, io.EOF) {
-		c.terminate("the client disconnected")
+	select {
+	case <-c.kill:
+		// The server ended the connection (slow reader, failed
+		// negotiation, shutdown); the read error is only its echo.
 		readErr = nil
-	} else {
-		c.terminate("read failed: " + readErr.Error())
+		if h.ctx.Err() == nil && ctx.Err() == nil {
+			readErr = fmt.Errorf("host: the server closed the connection: %s", c.reason)
+		}
+	default:
+		if errors.Is(readErr, io.EOF) {
+			c.terminate("the client disconnected")
+			readErr = nil
+		} else {
+			c.terminate("read failed: " + readErr.Error())
+		}
 	}
 	cancel()
 	loops.Wait()

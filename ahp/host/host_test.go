@@ -1,8 +1,10 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -824,4 +827,28 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 			assert.NotEqual(t, uri, e.Channel, "no session envelopes after unsubscribe")
 		}
 	}
+}
+
+func TestServeConnResult(t *testing.T) {
+	h := New(Options{})
+	defer h.Close()
+	serve := func() (*testClient, chan error) {
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- h.ServeConn(context.Background(), stdio.New(sr, sw, stdio.Options{})) }()
+		return newTestClient(t, stdio.New(cr, cw, stdio.Options{}), "c"), done
+	}
+	// A client that goes away cleanly: nil.
+	c, done := serve()
+	c.initialize()
+	c.close()
+	require.NoError(t, <-done)
+	// A failed negotiation: the server closes the connection and says why.
+	c, done = serve()
+	_, rerr := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"7.0.0"}, "clientId": "c"})
+	require.NotNil(t, rerr)
+	err := <-done
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "server closed the connection: protocol version negotiation failed")
 }

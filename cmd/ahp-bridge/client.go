@@ -132,8 +132,8 @@ func parseClientArgs(args []string, stderr io.Writer) (clientOptions, error) {
 }
 
 // runClient implements `ahp-bridge client`. ctx is cancelled on the first
-// Ctrl-C (SIGINT); that cancels the running turn rather than dropping the
-// connection, so network calls use a context that outlives ctx.
+// Ctrl-C (SIGINT): while connecting that aborts, during the session it
+// cancels the running turn rather than dropping the connection.
 func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts, err := parseClientArgs(args, stderr)
 	if errors.Is(err, errHelp) {
@@ -148,7 +148,6 @@ func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return exitError
 		}
 	}
-	netCtx := context.WithoutCancel(ctx)
 	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := client.Dial(dialCtx, opts.URL, client.Options{})
 	if err == nil {
@@ -164,18 +163,14 @@ func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer c.Close()
 
-	interrupts, stopWatching := watchInterrupts(ctx)
-	defer stopWatching()
-
 	sio := sessionIO{
 		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
 		Interactive: isTerminal(stdin),
 		Color:       isTerminal(stdout) && os.Getenv("NO_COLOR") == "",
-		Interrupts:  interrupts,
 	}
-	return runClientSession(netCtx, c, opts, sio)
+	return runClientSession(ctx, c, opts, sio)
 }
 
 // watchInterrupts turns Ctrl-C presses into values on the returned
@@ -217,14 +212,26 @@ type sessionIO struct {
 	// Color enables ANSI dimming of reasoning.
 	Color bool
 	// Interrupts delivers Ctrl-C presses: the first cancels the turn, the
-	// second quits.
+	// second quits. Nil means: the cancellation of ctx is the first press
+	// and a SIGINT after it the second (see watchInterrupts).
 	Interrupts <-chan struct{}
 }
 
 // runClientSession runs one prompt on an initialized client: it creates or
 // joins the session, starts the turn, renders it and answers permission
 // requests and questions, and returns the exit code. `demo` reuses it.
+//
+// With sio.Interrupts nil, cancelling ctx (main's signal.NotifyContext on
+// Ctrl-C) cancels the turn instead of dropping the connection: the run goes
+// on with a context that is not cancelled, and ends with exit code 4 once
+// the host confirms the cancellation.
 func runClientSession(ctx context.Context, c *client.Client, opts clientOptions, sio sessionIO) int {
+	if sio.Interrupts == nil {
+		presses, stop := watchInterrupts(ctx)
+		defer stop()
+		sio.Interrupts = presses
+		ctx = context.WithoutCancel(ctx)
+	}
 	s := &clientSession{c: c, opts: opts, io: sio}
 	if !opts.JSON {
 		s.r = newRenderer(sio.Stdout, sio.Color, c.ClientID())
@@ -243,13 +250,14 @@ type clientSession struct {
 	io   sessionIO
 	r    *renderer // nil with --json
 
-	channel string
-	turnID  string
-	denied  bool    // a tool call of our turn was denied
-	asks    []asker // open permission requests and questions, oldest first
-	shown   asker   // the one whose question is on screen
-	lines   <-chan string
-	stopIn  chan struct{}
+	channel  string
+	turnID   string
+	denied   bool    // a tool call of our turn was denied
+	asks     []asker // open permission requests and questions, oldest first
+	shown    asker   // the one whose question is on screen
+	lines    <-chan string
+	stdinEOF bool // stdin ended: nothing more can be asked here
+	stopIn   chan struct{}
 }
 
 func (s *clientSession) run(ctx context.Context) (int, error) {
@@ -322,6 +330,7 @@ func (s *clientSession) run(ctx context.Context) (int, error) {
 		case line, ok := <-s.lines:
 			if !ok {
 				s.lines = nil
+				s.stdinEOF = true
 				s.stdinClosed()
 				continue
 			}
@@ -551,7 +560,7 @@ func (s *clientSession) ask(ctx context.Context, a asker) error {
 	if act, ok := a.auto(s.opts.ApproveAll, s.opts.DenyAll); ok {
 		return s.dispatch(ctx, act)
 	}
-	if !s.io.Interactive {
+	if !s.io.Interactive || s.stdinEOF {
 		s.note("waiting for another client to answer: %s", a.summary())
 		return nil
 	}
@@ -658,16 +667,6 @@ func startLineReader(r io.Reader, stop <-chan struct{}) <-chan string {
 		}
 	}()
 	return lines
-}
-
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f any) bool {
-	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := file.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // asker is one open permission request or question, asked on the

@@ -16,21 +16,21 @@ import (
 // The JSON keys are the file format; flags given on the command line
 // override the file.
 type Config struct {
-	Listen        string           `json:"listen,omitempty"`
-	Stdio         bool             `json:"stdio,omitempty"`
-	Token         string           `json:"token,omitempty"`
-	TokenFile     string           `json:"tokenFile,omitempty"`
-	NoToken       bool             `json:"noToken,omitempty"`
-	AllowOrigins  []string         `json:"allowOrigins,omitempty"`
-	Agents        []AgentConfig    `json:"agents,omitempty"`
+	Listen        string            `json:"listen,omitempty"`
+	Stdio         bool              `json:"stdio,omitempty"`
+	Token         string            `json:"token,omitempty"`
+	TokenFile     string            `json:"tokenFile,omitempty"`
+	NoToken       bool              `json:"noToken,omitempty"`
+	AllowOrigins  []string          `json:"allowOrigins,omitempty"`
+	Agents        []AgentConfig     `json:"agents,omitempty"`
 	AgentChannels []AgentChanConfig `json:"agentChannels,omitempty"`
-	Approve       string           `json:"approve,omitempty"`
-	ReplayBuffer  int              `json:"replayBuffer,omitempty"`
-	LogLevel      string           `json:"logLevel,omitempty"`
-	LogFormat     string           `json:"logFormat,omitempty"`
-	WireLog       string           `json:"wireLog,omitempty"`
-	MaxFrameBytes int64            `json:"maxFrameBytes,omitempty"`
-	MaxSessions   int              `json:"maxSessions,omitempty"`
+	Approve       string            `json:"approve,omitempty"`
+	ReplayBuffer  int               `json:"replayBuffer,omitempty"`
+	LogLevel      string            `json:"logLevel,omitempty"`
+	LogFormat     string            `json:"logFormat,omitempty"`
+	WireLog       string            `json:"wireLog,omitempty"`
+	MaxFrameBytes int64             `json:"maxFrameBytes,omitempty"`
+	MaxSessions   int               `json:"maxSessions,omitempty"`
 }
 
 // AgentConfig is one ACP agent provider.
@@ -72,14 +72,14 @@ func parseServeConfig(args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfgFile                     string
-		acps, chans, origins        repeated
-		listen, token, tokenFile    string
-		approve, logLevel, logFmt   string
-		wireLog                     string
-		stdio, noToken              bool
-		replay, maxSessions         int
-		maxFrame                    int64
+		cfgFile                   string
+		acps, chans, origins      repeated
+		listen, token, tokenFile  string
+		approve, logLevel, logFmt string
+		wireLog                   string
+		stdio, noToken            bool
+		replay, maxSessions       int
+		maxFrame                  int64
 	)
 	fs.StringVar(&cfgFile, "config", "", "read settings from this JSON `FILE` (flags override it)")
 	fs.StringVar(&listen, "listen", "", "WebSocket listen address `HOST:PORT` (default 127.0.0.1:8081; port 0 picks one)")

@@ -368,3 +368,15 @@ func alive(pid int) bool {
 	rest := string(stat[bytes.LastIndexByte(stat, ')')+2:])
 	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
+
+func TestDemoCompletesNonInteractively(t *testing.T) {
+	code, out, errOut := runBin(t, 90*time.Second, "", "demo")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	for _, want := range []string{"READY", "Thinking", "approving in", "approved by demo-auto-approver", "Demo project", "Plan", "Demo complete"} {
+		if want == "READY" {
+			assert.Contains(t, out, "a bridge is running at ws://127.0.0.1:")
+			continue
+		}
+		assert.Contains(t, out, want)
+	}
+}

@@ -1,0 +1,489 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config selects what Run measures.
+type Config struct {
+	Bin         string   // the ahp-bridge binary (serve and demo-agent)
+	Chunks      int      // chunks per flood for direct / 1 / 10 clients
+	FanoutN     int      // chunks per flood with 100 clients on one session
+	SessionsN   int      // chunks per session with 100 sessions
+	Size        int      // bytes per chunk
+	ToolEvery   int      // tool-call variant: a tool call after every ToolEvery chunks
+	LatencyRate int      // chunks per second for the latency scenarios
+	LatencyN    int      // chunks per latency scenario
+	FanoutSize  int      // clients on one session (scenario 4)
+	Sessions    int      // parallel sessions (scenario 5)
+	Idle        int      // idle sessions and idle clients (scenario 6)
+	StartupRuns int      // start-up samples (scenario 7)
+	Only        []string // run only these scenarios (all when empty)
+	Timeout     time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Chunks <= 0 {
+		c.Chunks = 100000
+	}
+	if c.FanoutN <= 0 {
+		c.FanoutN = max(c.Chunks/10, 100)
+	}
+	if c.SessionsN <= 0 {
+		c.SessionsN = max(c.Chunks/100, 100)
+	}
+	if c.Size <= 0 {
+		c.Size = 64
+	}
+	if c.ToolEvery <= 0 {
+		c.ToolEvery = 50
+	}
+	if c.LatencyRate <= 0 {
+		c.LatencyRate = 1000
+	}
+	if c.LatencyN <= 0 {
+		c.LatencyN = 3000
+	}
+	if c.FanoutSize <= 0 {
+		c.FanoutSize = 100
+	}
+	if c.Sessions <= 0 {
+		c.Sessions = 100
+	}
+	if c.Idle <= 0 {
+		c.Idle = 1000
+	}
+	if c.StartupRuns <= 0 {
+		c.StartupRuns = 10
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 5 * time.Minute
+	}
+}
+
+// Flow is one streaming scenario's figures.
+type Flow struct {
+	Name      string `json:"name"`
+	Sessions  int    `json:"sessions"`
+	Clients   int    `json:"clientsPerSession"`
+	Chunks    int    `json:"chunksPerSession"`
+	Size      int    `json:"chunkBytes"`
+	Rate      int    `json:"paceChunksPerSec,omitempty"` // 0: unpaced
+	ToolEvery int    `json:"toolCallEvery,omitempty"`
+	// Seconds runs from the agent's write of the first chunk to the last
+	// client's read of the last chunk.
+	Seconds float64 `json:"seconds"`
+	// ChunksPerSec and MBPerSec are per session stream (payload bytes);
+	// AggregateChunksPerSec counts every session's chunks.
+	ChunksPerSec          float64 `json:"chunksPerSec"`
+	MBPerSec              float64 `json:"mbPerSec"`
+	AggregateChunksPerSec float64 `json:"aggregateChunksPerSec"`
+	// Deliveries is chunks × clients × sessions received in all.
+	Deliveries int64   `json:"deliveries"`
+	P50Micros  float64 `json:"p50Micros"`
+	P99Micros  float64 `json:"p99Micros"`
+	MaxMicros  float64 `json:"maxMicros"`
+	// CPUSeconds and PeakRSSMiB are the bridge process's (for "direct",
+	// the bench process's own ACP client); AgentCPUSeconds the agent's.
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	AgentCPUSeconds float64 `json:"agentCpuSeconds"`
+	PeakRSSMiB      float64 `json:"peakRssMiB"`
+	Misordered      int     `json:"misordered"`
+}
+
+// Memory is scenario 6.
+type Memory struct {
+	Sessions        int     `json:"sessions"`
+	Clients         int     `json:"clients"`
+	BaseRSSKiB      float64 `json:"baseRssKiB"`
+	WithSessionsKiB float64 `json:"withSessionsRssKiB"`
+	WithClientsKiB  float64 `json:"withClientsRssKiB"`
+	PerSessionKiB   float64 `json:"perIdleSessionKiB"`
+	PerClientKiB    float64 `json:"perIdleClientKiB"`
+}
+
+// Startup is scenario 7.
+type Startup struct {
+	Runs     int     `json:"runs"`
+	MinMs    float64 `json:"minMs"`
+	MedianMs float64 `json:"medianMs"`
+	MaxMs    float64 `json:"maxMs"`
+}
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	Cores     int    `json:"cores"`
+	CPUModel  string `json:"cpuModel"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+}
+
+// Report is everything one Run measured.
+type Report struct {
+	Started time.Time `json:"started"`
+	Command string    `json:"command"`
+	Machine Machine   `json:"machine"`
+	Flows   []Flow    `json:"flows"`
+	Memory  *Memory   `json:"memory,omitempty"`
+	Startup *Startup  `json:"startup,omitempty"`
+}
+
+// Flow returns the named flow, or nil.
+func (r *Report) Flow(name string) *Flow {
+	for i := range r.Flows {
+		if r.Flows[i].Name == name {
+			return &r.Flows[i]
+		}
+	}
+	return nil
+}
+
+// Scenario names, in the order they run.
+const (
+	scDirect     = "direct"
+	scBridge1    = "bridge-1"
+	scBridge1T   = "bridge-1-tools"
+	scBridge10   = "bridge-10"
+	scFanout     = "bridge-100"
+	scSessions   = "sessions-100x1"
+	scLatDirect  = "latency-direct"
+	scLatBridge1 = "latency-1"
+	scLat10      = "latency-10"
+	scMemory     = "memory"
+	scStartup    = "startup"
+)
+
+// AllScenarios lists every scenario name.
+var AllScenarios = []string{scDirect, scBridge1, scBridge1T, scBridge10, scFanout, scSessions,
+	scLatDirect, scLatBridge1, scLat10, scMemory, scStartup}
+
+// Run measures the selected scenarios. progress, if not nil, receives a
+// line as each scenario ends.
+func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error) {
+	cfg.defaults()
+	if progress == nil {
+		progress = func(string) {}
+	}
+	for _, s := range cfg.Only {
+		if !slices.Contains(AllScenarios, s) {
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(AllScenarios, ", "))
+		}
+	}
+	want := func(s string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, s) }
+	rep := &Report{Started: time.Now().UTC(), Machine: machine()}
+	flow := func(name string, f func() (Flow, error)) error {
+		if !want(name) {
+			return nil
+		}
+		fl, err := f()
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", name, err)
+		}
+		fl.Name = name
+		rep.Flows = append(rep.Flows, fl)
+		progress(fmt.Sprintf("%-15s %10.0f chunks/s  p50 %8.0fµs  p99 %8.0fµs", name, fl.ChunksPerSec, fl.P50Micros, fl.P99Micros))
+		return nil
+	}
+	steps := []struct {
+		name string
+		f    func() (Flow, error)
+	}{
+		{scDirect, func() (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0) }},
+		{scBridge1, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.Chunks, 0, 0) }},
+		{scBridge1T, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.Chunks, 0, cfg.ToolEvery) }},
+		{scBridge10, func() (Flow, error) { return bridged(ctx, cfg, 1, 10, cfg.Chunks, 0, 0) }},
+		{scFanout, func() (Flow, error) { return bridged(ctx, cfg, 1, cfg.FanoutSize, cfg.FanoutN, 0, 0) }},
+		{scSessions, func() (Flow, error) { return bridged(ctx, cfg, cfg.Sessions, 1, cfg.SessionsN, 0, 0) }},
+		{scLatDirect, func() (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate) }},
+		{scLatBridge1, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.LatencyN, cfg.LatencyRate, 0) }},
+		{scLat10, func() (Flow, error) { return bridged(ctx, cfg, 1, 10, cfg.LatencyN, cfg.LatencyRate, 0) }},
+	}
+	for _, s := range steps {
+		if err := flow(s.name, s.f); err != nil {
+			return rep, err
+		}
+	}
+	if want(scMemory) {
+		m, err := idleMemory(ctx, cfg)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", scMemory, err)
+		}
+		rep.Memory = m
+		progress(fmt.Sprintf("%-15s %.1f KiB/session  %.1f KiB/client", scMemory, m.PerSessionKiB, m.PerClientKiB))
+	}
+	if want(scStartup) {
+		s, err := startup(ctx, cfg)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", scStartup, err)
+		}
+		rep.Startup = s
+		progress(fmt.Sprintf("%-15s median %.1f ms", scStartup, s.MedianMs))
+	}
+	return rep, nil
+}
+
+func benchPrompt(n, size, rate, toolEvery int) string {
+	return fmt.Sprintf("bench %d %d %d %d", n, size, rate, toolEvery)
+}
+
+// direct is scenario 1: acp-go-sdk reading the agent with no bridge.
+func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	c, usage, agentCPU, err := runDirect(ctx, cfg.Bin, benchPrompt(n, cfg.Size, rate, 0), n)
+	if err != nil {
+		return Flow{}, err
+	}
+	f := summarize([]*counter{c}, 1, 1, n, cfg.Size, rate, 0)
+	f.CPUSeconds = usage.CPU.Seconds()
+	f.AgentCPUSeconds = agentCPU.Seconds()
+	f.PeakRSSMiB = float64(usage.PeakRSS) / (1 << 20)
+	return f, nil
+}
+
+// bridged runs sessions floods through a fresh bridge process, each read
+// by clients probes (the first of which also creates the session and
+// starts the turn).
+func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEvery int) (Flow, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(sessions+1))
+	if err != nil {
+		return Flow{}, err
+	}
+	defer bp.stop()
+	var probes []*probe
+	defer func() {
+		for _, p := range probes {
+			p.close()
+		}
+	}()
+	type sess struct {
+		channel string
+		ctl     *probe
+	}
+	ss := make([]sess, sessions)
+	for i := range ss {
+		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
+		ctl, err := dialProbe(ctx, bp.URL, n)
+		if err != nil {
+			return Flow{}, err
+		}
+		probes = append(probes, ctl)
+		if err := ctl.initialize(ctx, fmt.Sprintf("bench-%d-0", i)); err != nil {
+			return Flow{}, err
+		}
+		if err := ctl.createSession(ctx, ch, true); err != nil {
+			return Flow{}, err
+		}
+		ss[i] = sess{channel: ch, ctl: ctl}
+		for j := 1; j < clients; j++ {
+			p, err := dialProbe(ctx, bp.URL, n)
+			if err != nil {
+				return Flow{}, err
+			}
+			probes = append(probes, p)
+			if err := p.initialize(ctx, fmt.Sprintf("bench-%d-%d", i, j), ch); err != nil {
+				return Flow{}, err
+			}
+		}
+	}
+	before, agentBefore, err := bp.usage()
+	if err != nil {
+		return Flow{}, err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(ss))
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.ctl.startTurn(ctx, s.channel, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Flow{}, err
+	}
+	for _, p := range probes {
+		if err := p.waitFull(ctx); err != nil {
+			return Flow{}, fmt.Errorf("%w; the bridge's log ends with: %s", err, bp.stderr.String())
+		}
+	}
+	after, agentAfter, err := bp.usage()
+	if err != nil {
+		return Flow{}, err
+	}
+	counters := make([]*counter, len(probes))
+	for i, p := range probes {
+		counters[i] = &p.counter
+	}
+	f := summarize(counters, sessions, clients, n, cfg.Size, rate, toolEvery)
+	f.CPUSeconds = (after.CPU - before.CPU).Seconds()
+	f.AgentCPUSeconds = (agentAfter - agentBefore).Seconds()
+	f.PeakRSSMiB = float64(after.PeakRSS) / (1 << 20)
+	return f, nil
+}
+
+// summarize merges the readers' figures.
+func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) Flow {
+	f := Flow{Sessions: sessions, Clients: clients, Chunks: n, Size: size, Rate: rate, ToolEvery: toolEvery}
+	all := newHist()
+	var first int64
+	var last time.Time
+	for _, c := range cs {
+		all.merge(c.lat)
+		if first == 0 || (c.firstAt != 0 && c.firstAt < first) {
+			first = c.firstAt
+		}
+		if c.lastAt.After(last) {
+			last = c.lastAt
+		}
+		f.Misordered += c.misorder
+		f.Deliveries += int64(c.chunks)
+	}
+	f.Seconds = last.Sub(time.Unix(0, first)).Seconds()
+	if f.Seconds > 0 {
+		f.ChunksPerSec = float64(n) / f.Seconds
+		f.MBPerSec = float64(n) * float64(size) / f.Seconds / 1e6
+		f.AggregateChunksPerSec = float64(n) * float64(sessions) / f.Seconds
+	}
+	f.P50Micros = micros(all.quantile(0.50))
+	f.P99Micros = micros(all.quantile(0.99))
+	f.MaxMicros = micros(all.max)
+	return f
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// idleMemory is scenario 6: the bridge's RSS growth per idle session and
+// per idle connected client.
+func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(cfg.Idle+1))
+	if err != nil {
+		return nil, err
+	}
+	defer bp.stop()
+	ctl, err := dialProbe(ctx, bp.URL, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.close()
+	if err := ctl.initialize(ctx, "bench-memory"); err != nil {
+		return nil, err
+	}
+	// Start the agent process first, so that it is not counted.
+	if err := ctl.createSession(ctx, "ahp-session:/00000000-0000-4000-8000-ffffffffffff", true); err != nil {
+		return nil, err
+	}
+	if _, err := ctl.call(ctx, "unsubscribe", map[string]any{"channel": "ahp-session:/00000000-0000-4000-8000-ffffffffffff"}); err != nil {
+		return nil, err
+	}
+	base, err := settledRSS(ctx, bp.pid())
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < cfg.Idle; i++ {
+		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
+		if err := ctl.createSession(ctx, ch, true); err != nil {
+			return nil, err
+		}
+		if _, err := ctl.call(ctx, "unsubscribe", map[string]any{"channel": ch}); err != nil {
+			return nil, err
+		}
+	}
+	withSessions, err := settledRSS(ctx, bp.pid())
+	if err != nil {
+		return nil, err
+	}
+	probes := make([]*probe, 0, cfg.Idle)
+	defer func() {
+		for _, p := range probes {
+			p.close()
+		}
+	}()
+	for i := 0; i < cfg.Idle; i++ {
+		p, err := dialProbe(ctx, bp.URL, 0)
+		if err != nil {
+			return nil, err
+		}
+		probes = append(probes, p)
+		if err := p.initialize(ctx, fmt.Sprintf("bench-idle-%d", i), "ahp-root://"); err != nil {
+			return nil, err
+		}
+	}
+	withClients, err := settledRSS(ctx, bp.pid())
+	if err != nil {
+		return nil, err
+	}
+	kib := func(b int64) float64 { return float64(b) / 1024 }
+	return &Memory{
+		Sessions: cfg.Idle, Clients: cfg.Idle,
+		BaseRSSKiB: kib(base), WithSessionsKiB: kib(withSessions), WithClientsKiB: kib(withClients),
+		PerSessionKiB: kib(withSessions-base) / float64(cfg.Idle),
+		PerClientKiB:  kib(withClients-withSessions) / float64(cfg.Idle),
+	}, nil
+}
+
+// settledRSS waits for the bridge's resident set to stop changing (for at
+// most 3 s) and returns it.
+func settledRSS(ctx context.Context, pid int) (int64, error) {
+	var last int64 = -1
+	for i := 0; i < 30; i++ {
+		u, err := readProc(pid)
+		if err != nil {
+			return 0, err
+		}
+		if u.RSS == last {
+			return u.RSS, nil
+		}
+		last = u.RSS
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return last, nil
+}
+
+// startup is scenario 7: exec to READY line.
+func startup(ctx context.Context, cfg Config) (*Startup, error) {
+	var ds []time.Duration
+	for i := 0; i < cfg.StartupRuns; i++ {
+		bp, err := startBridge(ctx, cfg.Bin)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, bp.Startup)
+		bp.stop()
+	}
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return &Startup{Runs: len(ds), MinMs: ms(ds[0]), MedianMs: ms(ds[len(ds)/2]), MaxMs: ms(ds[len(ds)-1])}, nil
+}
+
+// machine describes this computer from /proc/cpuinfo.
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+)
+
+// probe is a minimal AHP client for measuring: it speaks just enough
+// JSON-RPC to initialize, create a session, subscribe and start a turn, and
+// otherwise only scans incoming `action` frames for the bench agent's
+// write stamps, so that the measuring side costs as little CPU as possible
+// (no state reduction, no JSON decoding of envelopes).
+type probe struct {
+	ws *websocket.Conn
+
+	wmu    sync.Mutex
+	nextID int
+
+	mu      sync.Mutex
+	waiting map[int]chan rpcReply
+	marks   map[string]chan struct{} // frame substring → closed when seen
+
+	counter  // filled by the read loop only; read it after done is closed
+	done      chan struct{} // the read loop ended
+	err       error
+}
+
+type rpcReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// dialProbe connects to url and starts the read loop; want is the number of
+// chunk stamps after which full is closed.
+func dialProbe(ctx context.Context, url string, want int) (*probe, error) {
+	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 4 << 10, HandshakeTimeout: 10 * time.Second}
+	ws, _, err := d.DialContext(ctx, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting a probe to %s: %w", url, err)
+	}
+	p := &probe{ws: ws, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
+		counter: newCounter(want), done: make(chan struct{})}
+	go p.readLoop()
+	return p, nil
+}
+
+func (p *probe) close() {
+	_ = p.ws.Close()
+	<-p.done
+}
+
+// call sends a JSON-RPC request and waits for its reply.
+func (p *probe) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	p.wmu.Lock()
+	p.nextID++
+	id := p.nextID
+	ch := make(chan rpcReply, 1)
+	p.mu.Lock()
+	p.waiting[id] = ch
+	p.mu.Unlock()
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err == nil {
+		err = p.ws.WriteMessage(websocket.TextMessage, b)
+	}
+	p.wmu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("sending %s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, fmt.Errorf("%s failed: %d %s", method, r.Error.Code, r.Error.Message)
+		}
+		return r.Result, nil
+	case <-p.done:
+		return nil, fmt.Errorf("%s: the connection ended: %w", method, p.err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// expect returns a channel closed once a frame containing s arrives.
+// Register it before the action that causes the frame.
+func (p *probe) expect(s string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := make(chan struct{})
+	p.marks[s] = ch
+	return ch
+}
+
+func (p *probe) readLoop() {
+	defer close(p.done)
+	var buf bytes.Buffer
+	for {
+		_, r, err := p.ws.NextReader()
+		if err != nil {
+			p.err = err
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			p.err = err
+			return
+		}
+		now := time.Now()
+		frame := buf.Bytes()
+		if p.scan(frame, now) {
+			continue
+		}
+		p.control(frame)
+	}
+}
+
+var actionPrefix = []byte(`{"jsonrpc":"2.0","method":"action"`)
+
+// scan records every bench stamp in an action frame; it reports whether
+// the frame was an action frame.
+func (p *probe) scan(frame []byte, now time.Time) bool {
+	if !bytes.HasPrefix(frame, actionPrefix) {
+		return false
+	}
+	if p.observe(frame, now) == 0 {
+		p.control(frame)
+	}
+	return true
+}
+
+// counter collects the bench stamps one reader sees.
+type counter struct {
+	lat       *hist
+	chunks    int       // stamps seen
+	nextIndex int       // next chunk index expected
+	misorder  int       // stamps whose index was not the next expected
+	lastAt    time.Time // when the last stamp was seen
+	firstAt   int64     // stamp of chunk 0 (agent write time), UnixNano
+	want      int       // chunks to see before full is closed
+	full      chan struct{}
+}
+
+func newCounter(want int) counter {
+	c := counter{lat: newHist(), want: want, full: make(chan struct{})}
+	if want <= 0 {
+		close(c.full)
+	}
+	return c
+}
+
+// observe records every stamp "T<19 digits>#<8 digits>" in b, received at
+// now, and returns how many it found.
+func (c *counter) observe(b []byte, now time.Time) int {
+	const stampLen = len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
+	found := 0
+	rest := b
+	for {
+		i := bytes.Index(rest, []byte(scriptagent.BenchStampPrefix))
+		if i < 0 {
+			return found
+		}
+		s := rest[i:]
+		rest = rest[i+1:]
+		if len(s) < stampLen+9 || s[stampLen] != '#' || !digits(s[1:stampLen]) || !digits(s[stampLen+1:stampLen+9]) {
+			continue
+		}
+		ns, _ := strconv.ParseInt(string(s[1:stampLen]), 10, 64)
+		idx, _ := strconv.Atoi(string(s[stampLen+1 : stampLen+9]))
+		found++
+		if idx == 0 {
+			c.firstAt = ns
+		}
+		if idx != c.nextIndex {
+			c.misorder++
+		}
+		c.nextIndex = idx + 1
+		c.lat.add(now.Sub(time.Unix(0, ns)))
+		c.chunks++
+		c.lastAt = now
+		if c.chunks == c.want {
+			close(c.full)
+		}
+		rest = s[stampLen+9:]
+	}
+}
+
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// control handles responses and watched-for frames.
+func (p *probe) control(frame []byte) {
+	p.mu.Lock()
+	for s, ch := range p.marks {
+		if bytes.Contains(frame, []byte(s)) {
+			close(ch)
+			delete(p.marks, s)
+		}
+	}
+	p.mu.Unlock()
+	if bytes.HasPrefix(frame, actionPrefix) {
+		return
+	}
+	var m struct {
+		ID *int `json:"id"`
+		rpcReply
+	}
+	if json.Unmarshal(frame, &m) != nil || m.ID == nil {
+		return
+	}
+	p.mu.Lock()
+	ch := p.waiting[*m.ID]
+	delete(p.waiting, *m.ID)
+	p.mu.Unlock()
+	if ch != nil {
+		ch <- m.rpcReply
+	}
+}
+
+// initialize performs the AHP handshake, subscribing to subs.
+func (p *probe) initialize(ctx context.Context, clientID string, subs ...string) error {
+	if subs == nil {
+		subs = []string{}
+	}
+	_, err := p.call(ctx, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"},
+		"clientId": clientID, "initialSubscriptions": subs})
+	return err
+}
+
+// createSession creates channel on the flood provider and waits until the
+// session is ready (this probe must be subscribed to it for that).
+func (p *probe) createSession(ctx context.Context, channel string, wait bool) error {
+	var ready <-chan struct{}
+	if wait {
+		ready = p.expect(`"session/ready"`)
+	}
+	if _, err := p.call(ctx, "createSession", map[string]any{"channel": channel, "provider": floodProvider,
+		"workingDirectory": "file:///tmp"}); err != nil {
+		return err
+	}
+	if !wait {
+		return nil
+	}
+	if _, err := p.call(ctx, "subscribe", map[string]any{"channel": channel}); err != nil {
+		return err
+	}
+	select {
+	case <-ready:
+		return nil
+	case <-p.done:
+		return fmt.Errorf("waiting for session %s to be ready: the connection ended: %w", channel, p.err)
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for session %s to be ready: %w", channel, ctx.Err())
+	}
+}
+
+// startTurn sends a prompt to channel as a session/turnStarted action.
+func (p *probe) startTurn(ctx context.Context, channel, turnID, prompt string) error {
+	_, err := p.call(ctx, "dispatchAction", map[string]any{"channel": channel, "clientSeq": 1,
+		"action": map[string]any{"type": "session/turnStarted", "turnId": turnID,
+			"message": map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}}})
+	return err
+}
+
+// waitFull waits until the probe has seen all its chunks.
+func (p *probe) waitFull(ctx context.Context) error {
+	select {
+	case <-p.full:
+		return nil
+	case <-p.done:
+		select {
+		case <-p.full:
+			return nil
+		default:
+		}
+		if errors.Is(p.err, io.ErrUnexpectedEOF) || websocket.IsUnexpectedCloseError(p.err) {
+			return fmt.Errorf("the bridge closed the connection after %d of %d chunks: %w", p.chunks, p.want, p.err)
+		}
+		return fmt.Errorf("the connection ended after %d of %d chunks: %w", p.chunks, p.want, p.err)
+	case <-ctx.Done():
+		return fmt.Errorf("%d of %d chunks arrived: %w", p.chunks, p.want, ctx.Err())
+	}
+}
