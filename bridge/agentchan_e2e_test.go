@@ -45,23 +45,36 @@ type acEnv struct {
 // and a session on provider "ws".
 func startAgentchan(t *testing.T, script fake.Script) *acEnv {
 	t.Helper()
-	return startAgentchanWith(t, script, bridgetest.Options{}, nil)
+	return startAgentchanWith(t, script, acSetup{})
 }
 
-// startAgentchanWith is startAgentchan with bridge options; with model
-// set, the session is created with that model.
-func startAgentchanWith(t *testing.T, script fake.Script, opts bridgetest.Options, model *wire.ModelSelection) *acEnv {
+// acSetup tunes startAgentchanWith.
+type acSetup struct {
+	opts bridgetest.Options
+	// model, when set, is the model the session is created with.
+	model *wire.ModelSelection
+	// config adjusts the provider's configuration.
+	config func(*agentchan.Config)
+}
+
+// startAgentchanWith is startAgentchan with a setup.
+func startAgentchanWith(t *testing.T, script fake.Script, setup acSetup) *acEnv {
 	t.Helper()
+	opts, model := setup.opts, setup.model
 	srv := fake.New(fake.Options{Token: acToken, Script: script})
 	t.Cleanup(srv.Close) // runs after the bridge's cleanup (LIFO)
-	p := agentchan.NewProvider(agentchan.Config{
+	cfg := agentchan.Config{
 		ID:             "ws",
 		URL:            srv.URL(),
 		Token:          acToken,
 		Models:         []backend.ModelInfo{{ID: "model-a"}, {ID: "model-b"}},
 		BackoffInitial: 20 * time.Millisecond,
 		BackoffMax:     200 * time.Millisecond,
-	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
+	}
+	if setup.config != nil {
+		setup.config(&cfg)
+	}
+	p := agentchan.NewProvider(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
 	env := bridgetest.Start(t, []backend.Provider{p}, opts)
 	c := env.Client(t)
 	if model == nil {
@@ -226,6 +239,7 @@ func TestAgentchanFullTask(t *testing.T) {
 	assert.Equal(t, "read_file", tc.DisplayName)
 	assert.Equal(t, "read", tc.ToolName, "the tool kind guessed from the name")
 	assert.Equal(t, []string{"# Title"}, acResultTexts(tc.Content))
+	assert.Equal(t, map[string]any{"value": "# Title"}, tc.StructuredContent, "a string result, as structured content")
 	require.NotNil(t, tc.ToolInput)
 	assert.JSONEq(t, `{"path":"README.md"}`, *tc.ToolInput)
 }
@@ -469,6 +483,7 @@ func TestAgentchanReconnect(t *testing.T) {
 	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
 	assert.Equal(t, wire.TurnStateError, ended.State)
 	require.NotNil(t, ended.Error)
+	assert.Equal(t, "runtime", ended.Error.ErrorType)
 	assert.Contains(t, ended.Error.Message, "connection to the agent-channel backend was lost")
 	assert.Equal(t, "Before the drop.", acMarkdown(ended.ResponseParts))
 
@@ -645,6 +660,9 @@ func TestAgentchanCancelWhileWaiting(t *testing.T) {
 		assert.Equal(t, wire.TurnStateCancelled, turn.State)
 		aborts := e.waitReceived(t, "abort", 1)
 		assert.Equal(t, turnID, aborts[0].String("taskId"))
+		assert.Equal(t, []string{"agent/prompt", "agent/tool_response", "agent/abort"}, acFrameTypes(e.fake.Received()),
+			"the question is answered as declined before the task is aborted")
+		assert.Equal(t, agentchan.DeclinedAnswer, e.fake.ReceivedOfType("tool_response")[0].String("result"))
 		st, err := e.c.Session(e.channel)
 		require.NoError(t, err)
 		assert.Empty(t, st.InputRequests, "the question went with the turn")
@@ -707,7 +725,7 @@ func TestAgentchanApprovePolicy(t *testing.T) {
 					fake.Await("approve", "reject"),
 					fake.Result("done"),
 				}
-			}, bridgetest.Options{Approve: tc.policy}, nil)
+			}, acSetup{opts: bridgetest.Options{Approve: tc.policy}})
 			turnID := bridgetest.StartTurn(t, e.c, e.channel, "build")
 			turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 			assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -730,7 +748,7 @@ func TestAgentchanApprovePolicy(t *testing.T) {
 // The model chosen at creation is sent as settings when the socket
 // connects, and the latest settings are sent again after a reconnection.
 func TestAgentchanModelAtCreationAndReconnect(t *testing.T) {
-	e := startAgentchanWith(t, nil, bridgetest.Options{}, &wire.ModelSelection{ID: "model-b"})
+	e := startAgentchanWith(t, nil, acSetup{model: &wire.ModelSelection{ID: "model-b"}})
 	got := e.waitReceived(t, "settings", 1)
 	assert.Equal(t, "model-b", got[0].String("model"))
 	assert.Equal(t, 1, got[0].Conn)
@@ -800,4 +818,61 @@ func TestAgentchanModelChangedWhileCreating(t *testing.T) {
 	assert.Equal(t, []string{"agent/settings", "agent/prompt"}, acFrameTypes(srv.Received()),
 		"the model is set before the first prompt")
 	assert.Equal(t, "model-b", srv.ReceivedOfType("settings")[0].String("model"))
+}
+
+// A message larger than the limit costs the connection: the turn ends with
+// an error naming the limit, and the next turn runs on a new connection.
+func TestAgentchanOversizeMessage(t *testing.T) {
+	e := startAgentchanWith(t, func(p fake.ClientFrame) []fake.Step {
+		if p.String("prompt") == "big" {
+			return []fake.Step{fake.Text("Before."), fake.Oversize(8192)}
+		}
+		return []fake.Step{fake.Oversize(4000), fake.Result("fits")}
+	}, acSetup{config: func(c *agentchan.Config) { c.MaxMessageSize = 4096 }})
+	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "big")
+	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
+	assert.Equal(t, wire.TurnStateError, ended.State)
+	require.NotNil(t, ended.Error)
+	assert.Contains(t, ended.Error.Message, "larger than 4096 bytes")
+	assert.Equal(t, "Before.", acMarkdown(ended.ResponseParts))
+
+	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "small")
+	done := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn2, acWait)
+	assert.Equal(t, wire.TurnStateComplete, done.State)
+	assert.Len(t, acMarkdown(done.ResponseParts), 4000-len(`{"channel":"agent","type":"text","content":""}`),
+		"a message just under the limit is delivered whole")
+	assert.Equal(t, 2, e.fake.ReceivedOfType("prompt")[1].Conn)
+}
+
+// A turn started while the backend refuses reconnections fails after
+// ConnectWait with an error saying so; once the backend is back, the next
+// turn works.
+func TestAgentchanBackendDown(t *testing.T) {
+	e := startAgentchanWith(t, nil, acSetup{
+		model:  &wire.ModelSelection{ID: "model-a"},
+		config: func(c *agentchan.Config) { c.ConnectWait = time.Second },
+	})
+	e.waitReceived(t, "settings", 1)
+	e.fake.SetRefusing(true)
+	require.Equal(t, 1, e.fake.DropAll())
+	// A refused attempt means the provider knows the connection is gone.
+	require.True(t, e.fake.WaitFor(acWait, func() bool { return e.fake.Refused() >= 1 }))
+
+	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "anyone there?")
+	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
+	assert.Equal(t, wire.TurnStateError, ended.State)
+	require.NotNil(t, ended.Error)
+	assert.Contains(t, ended.Error.Message, "still reconnecting")
+	assert.Contains(t, ended.Error.Message, "503", "the last error says what the server answered")
+	assert.Empty(t, e.fake.ReceivedOfType("prompt"))
+
+	e.fake.SetRefusing(false)
+	// The settings restored on the new connection are written just before
+	// the provider counts itself connected.
+	got := e.waitReceived(t, "settings", 2)
+	assert.Equal(t, 2, got[1].Conn)
+	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "back?")
+	done := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn2, acWait)
+	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", done.Error)
+	assert.Equal(t, "done", acMarkdown(done.ResponseParts))
 }

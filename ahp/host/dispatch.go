@@ -87,12 +87,23 @@ var knownRequests = map[string]bool{
 	"resourceRead": true,
 }
 
+// notificationMethods are the client notifications this host implements.
+var notificationMethods = map[string]bool{"dispatchAction": true, "unsubscribe": true}
+
 // handshakeFree are the requests allowed before initialize.
 var handshakeFree = map[string]bool{"initialize": true, "reconnect": true, "ping": true}
 
 func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 	if m.method == "ping" {
 		h.reply(c, m.id, struct{}{}, nil)
+		return
+	}
+	if notificationMethods[m.method] {
+		// dispatchAction and unsubscribe are notifications in AHP; a client
+		// that sends them as requests still gets them done, and an empty
+		// answer so it is not left waiting.
+		h.handleNotification(c, m)
+		h.reply(c, m.id, nil, nil)
 		return
 	}
 	if !knownRequests[m.method] {

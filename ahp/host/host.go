@@ -70,7 +70,8 @@ type Options struct {
 	// later with a root/agentsChanged action through Dispatch.
 	Agents []wire.AgentInfo
 	// WireLog, when set, is called with every frame read ("in") and
-	// written ("out"). It must not retain or modify frame.
+	// written ("out"), from the connections' goroutines concurrently. It
+	// must be safe for concurrent use and must not retain or modify frame.
 	WireLog func(dir string, frame []byte)
 	// NewID returns a fresh identifier for server-started turns (default:
 	// random UUIDv4).
@@ -187,6 +188,7 @@ func (h *Host) Stats() Stats {
 
 // Close ends every connection, stops the channel workers and cancels
 // backend calls in flight. Connections served afterwards are refused.
+// It does not wait for ServeConn calls to return; their callers do.
 func (h *Host) Close() {
 	h.mu.Lock()
 	if h.closed {

@@ -852,3 +852,18 @@ func TestServeConnResult(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "server closed the connection: protocol version negotiation failed")
 }
+
+func TestDispatchActionSentAsRequestIsHandled(t *testing.T) {
+	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	uri := hs.newSession(c, "lenient")
+	before := hs.h.Stats().ServerSeq
+	res, err := c.call("dispatchAction", map[string]any{
+		"channel": uri, "clientSeq": 1,
+		"action": map[string]any{"type": "session/titleChanged", "title": "renamed"},
+	})
+	require.Nil(t, err, "a notification sent as a request is answered, not refused")
+	assert.Equal(t, "null", string(res))
+	assert.Greater(t, hs.h.Stats().ServerSeq, before, "and the action was sequenced")
+}

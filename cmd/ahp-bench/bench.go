@@ -239,7 +239,11 @@ func benchPrompt(n, size, rate, toolEvery int) string {
 func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	c, usage, agentCPU, err := runDirect(ctx, cfg.Bin, benchPrompt(n, cfg.Size, rate, 0), n)
+	run := runDirect // the acp-go-sdk connection, when paced
+	if rate == 0 {
+		run = runDirectLines // see there: the SDK connection drops an unpaced flood
+	}
+	c, usage, agentCPU, err := run(ctx, cfg.Bin, benchPrompt(n, cfg.Size, rate, 0), n)
 	if err != nil {
 		return Flow{}, err
 	}
@@ -307,7 +311,7 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ctl.startTurn(ctx, s.channel, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
+			errs[i] = s.ctl.startTurn(s.channel, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
 		}()
 	}
 	wg.Wait()

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +113,131 @@ func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, pro
 	select {
 	case <-dc.full:
 	case <-time.After(5 * time.Second):
+		return nil, zero, 0, fmt.Errorf("the ACP client saw %d of %d chunks", dc.chunks, want)
+	}
+	after, err := readProc(os.Getpid())
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	agentAfter, err := readProc(cmd.Process.Pid)
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	after.CPU -= self.CPU
+	return &dc.counter, after, agentAfter.CPU - agentBefore.CPU, nil
+}
+
+// runDirectLines is the unpaced floor. acp-go-sdk's ClientSideConnection
+// cannot read an unpaced flood: its receive loop queues notifications in a
+// bounded queue (1024) drained by one handler goroutine, and when the
+// handler falls behind it closes the connection ("notification queue
+// overflow"). So this reads the agent's stdout the way that receive loop
+// does — a line scanner, each line decoded as a JSON-RPC message, each
+// session/update decoded into acp-go-sdk's SessionNotification — but hands
+// every update to the counter inline instead of through the queue.
+func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter, procUsage, time.Duration, error) {
+	var zero procUsage
+	cmd := exec.CommandContext(ctx, bin, "demo-agent")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, zero, 0, fmt.Errorf("starting the agent %s demo-agent: %w", bin, err)
+	}
+	defer func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	send := func(id int, method string, params any) error {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if err != nil {
+			return err
+		}
+		_, err = stdin.Write(append(b, '\n'))
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	type message struct {
+		ID     *json.RawMessage `json:"id"`
+		Method string           `json:"method"`
+		Params json.RawMessage  `json:"params"`
+		Result json.RawMessage  `json:"result"`
+		Error  json.RawMessage  `json:"error"`
+	}
+	dc := &directClient{counter: newCounter(want)}
+	// await reads until the response to id, handling updates on the way.
+	await := func(id string) (json.RawMessage, error) {
+		for sc.Scan() {
+			var m message
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				continue
+			}
+			switch {
+			case m.Method == "session/update" && m.ID == nil:
+				var n sdk.SessionNotification
+				if err := json.Unmarshal(m.Params, &n); err != nil {
+					return nil, fmt.Errorf("decoding a session/update: %w", err)
+				}
+				_ = dc.SessionUpdate(ctx, n)
+			case m.Method == "" && m.ID != nil && string(*m.ID) == id:
+				if len(m.Error) > 0 {
+					return nil, fmt.Errorf("the agent answered request %s with %s", id, m.Error)
+				}
+				return m.Result, nil
+			}
+		}
+		return nil, fmt.Errorf("the agent's output ended before the response to request %s: %v", id, sc.Err())
+	}
+	if err := send(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+		return nil, zero, 0, err
+	}
+	if _, err := await("1"); err != nil {
+		return nil, zero, 0, err
+	}
+	if err := send(2, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}); err != nil {
+		return nil, zero, 0, err
+	}
+	res, err := await("2")
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	var sess sdk.NewSessionResponse
+	if err := json.Unmarshal(res, &sess); err != nil {
+		return nil, zero, 0, fmt.Errorf("decoding the session/new result: %w", err)
+	}
+	self, err := readProc(os.Getpid())
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	agentBefore, err := readProc(cmd.Process.Pid)
+	if err != nil {
+		return nil, zero, 0, err
+	}
+	if err := send(3, "session/prompt", sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock(prompt)}}); err != nil {
+		return nil, zero, 0, err
+	}
+	if _, err := await("3"); err != nil {
+		return nil, zero, 0, err
+	}
+	if dc.chunks != want {
 		return nil, zero, 0, fmt.Errorf("the ACP client saw %d of %d chunks", dc.chunks, want)
 	}
 	after, err := readProc(os.Getpid())

@@ -271,12 +271,22 @@ func (p *probe) createSession(ctx context.Context, channel string, wait bool) er
 	}
 }
 
-// startTurn sends a prompt to channel as a session/turnStarted action.
-func (p *probe) startTurn(ctx context.Context, channel, turnID, prompt string) error {
-	_, err := p.call(ctx, "dispatchAction", map[string]any{"channel": channel, "clientSeq": 1,
+// startTurn sends a prompt to channel as a session/turnStarted action
+// (dispatchAction is a notification).
+func (p *probe) startTurn(channel, turnID, prompt string) error {
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "dispatchAction", "params": map[string]any{
+		"channel": channel, "clientSeq": 1,
 		"action": map[string]any{"type": "session/turnStarted", "turnId": turnID,
-			"message": map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}}})
-	return err
+			"message": map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}}}})
+	if err != nil {
+		return err
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if err := p.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+		return fmt.Errorf("sending the prompt: %w", err)
+	}
+	return nil
 }
 
 // waitFull waits until the probe has seen all its chunks.
