@@ -480,35 +480,41 @@ func TestACPTwoClientsFirstConfirmationWins(t *testing.T) {
 func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", projectDir(t))
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
-		return s.Config != nil && s.Config.Values["model"] == "script-fast"
-	})
-	require.NoError(t, err, "the agent's model option is published")
-	require.NotNil(t, st.Config)
-
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
-	require.NoError(t, r.confirm(r.c, ch, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
+	modelSeq, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
+	require.NoError(t, err)
 	cancelEnv, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
 	require.NoError(t, err)
 
-	// The agent applies the model only once the turn is over: its answer
-	// (configChanged) comes after the turn ended.
-	var changedSeq int64
+	// The model change waits for the turn to end (the host defers the
+	// action, the bridge the agent call); then the agent applies it and
+	// reports its new settings (configChanged).
+	var echoSeq, changedSeq int64
 	for changedSeq == 0 {
 		ev, err := r.c.Next(r.ctx())
 		require.NoError(t, err, "waiting for the agent's configChanged")
-		if ev.Envelope == nil || ev.Channel != ch || ev.Envelope.Origin != nil {
+		if ev.Envelope == nil || ev.Channel != ch {
 			continue
 		}
-		if a, ok := ev.Envelope.Action.Value.(*wire.SessionConfigChangedAction); ok && a.Config["model"] == "script-smart" {
-			changedSeq = ev.Envelope.ServerSeq
+		env := ev.Envelope
+		switch a := env.Action.Value.(type) {
+		case *wire.SessionModelChangedAction:
+			if env.Origin != nil && env.Origin.ClientSeq == modelSeq {
+				require.Nil(t, env.RejectionReason, "modelChanged rejected")
+				echoSeq = env.ServerSeq
+			}
+		case *wire.SessionConfigChangedAction:
+			if env.Origin == nil && a.Config["model"] == "script-smart" {
+				changedSeq = env.ServerSeq
+			}
 		}
 	}
-	assert.Greater(t, changedSeq, cancelEnv.ServerSeq, "the model changed after the turn ended, not during it")
-	st, err = r.c.Session(ch)
+	require.NotZero(t, echoSeq, "modelChanged was applied before the agent changed its model")
+	assert.Greater(t, echoSeq, cancelEnv.ServerSeq, "modelChanged is applied after the turn ended, not during it")
+	assert.Greater(t, changedSeq, echoSeq)
+	st, err := r.c.Session(ch)
 	require.NoError(t, err)
-	assert.Equal(t, "script-smart", st.Config.Values["model"])
 	require.NotNil(t, st.Summary.Model)
 	assert.Equal(t, "script-smart", st.Summary.Model.ID)
 

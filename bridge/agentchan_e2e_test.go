@@ -876,3 +876,166 @@ func TestAgentchanBackendDown(t *testing.T) {
 	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", done.Error)
 	assert.Equal(t, "done", acMarkdown(done.ResponseParts))
 }
+
+// pendingTools waits until n tool calls of the active turn are pending
+// confirmation and returns their ids in stream order.
+func (e *acEnv) pendingTools(t *testing.T, n int) []string {
+	t.Helper()
+	var ids []string
+	e.waitActive(t, "pending confirmations", func(a *wire.ActiveTurn) bool {
+		ids = ids[:0]
+		for _, p := range a.ResponseParts {
+			if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
+				if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
+					ids = append(ids, pc.ToolCallID)
+				}
+			}
+		}
+		return len(ids) >= n
+	})
+	return ids
+}
+
+func acApprove(turnID, id string) *wire.SessionToolCallApprovedAction {
+	return &wire.SessionToolCallApprovedAction{
+		TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
+	}
+}
+
+func acDeny(turnID, id string) *wire.SessionToolCallDeniedAction {
+	return &wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied}
+}
+
+// Permission requests in less common shapes: carried by the tool
+// invocation itself, for a tool call that already finished, and two at
+// once answered in reverse order.
+func TestAgentchanPermissionShapes(t *testing.T) {
+	t.Run("tool_invocation with requestId", func(t *testing.T) {
+		e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+			return []fake.Step{
+				fake.Send(map[string]any{"type": "tool_invocation", "toolCallId": "tc-1", "toolName": "write_file",
+					"args": map[string]any{"path": "a.txt"}, "requestId": "req-1"}),
+				fake.Await("approve", "reject"),
+				fake.ToolResult("tc-1", "written"),
+				fake.Result("done"),
+			}
+		})
+		turnID := bridgetest.StartTurn(t, e.c, e.channel, "write")
+		require.Equal(t, []string{"tc-1"}, e.pendingTools(t, 1))
+		e.dispatch(t, acApprove(turnID, "tc-1"))
+		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		assert.Equal(t, "req-1", e.waitReceived(t, "approve", 1)[0].String("requestId"))
+		tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
+		assert.Equal(t, []string{"written"}, acResultTexts(tc.Content))
+		assert.Equal(t, "edit", tc.ToolName)
+	})
+	t.Run("for a finished tool call", func(t *testing.T) {
+		e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+			return []fake.Step{
+				fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "make"}),
+				fake.ToolResult("tc-1", "built"),
+				fake.Permission("permission", "req-2", "tc-1", "Deploy it too?"),
+				fake.Await("approve", "reject"),
+				fake.Result("done"),
+			}
+		})
+		turnID := bridgetest.StartTurn(t, e.c, e.channel, "build and deploy")
+		ids := e.pendingTools(t, 1)
+		require.Equal(t, []string{"tc-1#2"}, ids, "a finished call cannot be reopened; a new one is asked")
+		e.dispatch(t, acDeny(turnID, "tc-1#2"))
+		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		assert.Equal(t, "req-2", e.waitReceived(t, "reject", 1)[0].String("requestId"))
+		assert.Equal(t, []string{"built"}, acResultTexts(acCompletedTool(t, turn.ResponseParts, "tc-1").Content))
+		_, ok := acToolCall(t, turn.ResponseParts, "tc-1#2").(*wire.ToolCallCancelledState)
+		assert.True(t, ok)
+	})
+	t.Run("two at once", func(t *testing.T) {
+		e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+			return []fake.Step{
+				fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "a"}),
+				fake.ToolInvocation("tc-2", "bash", map[string]any{"command": "b"}),
+				fake.Permission("permission", "req-1", "tc-1", ""),
+				fake.Permission("permission", "req-2", "tc-2", ""),
+				fake.Await("approve", "reject"),
+				fake.Await("approve", "reject"),
+				fake.Result("done"),
+			}
+		})
+		turnID := bridgetest.StartTurn(t, e.c, e.channel, "both")
+		require.Equal(t, []string{"tc-1", "tc-2"}, e.pendingTools(t, 2))
+		e.dispatch(t, acDeny(turnID, "tc-2"))
+		e.dispatch(t, acApprove(turnID, "tc-1"))
+		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+		assert.Equal(t, wire.TurnStateComplete, turn.State)
+		assert.Equal(t, []string{"agent/prompt", "agent/reject", "agent/approve"}, acFrameTypes(e.fake.Received()))
+		assert.Equal(t, "req-2", e.fake.ReceivedOfType("reject")[0].String("requestId"))
+		assert.Equal(t, "req-1", e.fake.ReceivedOfType("approve")[0].String("requestId"))
+		assert.True(t, acCompletedTool(t, turn.ResponseParts, "tc-1").Success)
+		_, ok := acToolCall(t, turn.ResponseParts, "tc-2").(*wire.ToolCallCancelledState)
+		assert.True(t, ok)
+	})
+}
+
+// When two clients answer the same permission request at once, the first
+// answer wins: the backend gets exactly one answer, the one the state
+// shows.
+func TestAgentchanFirstConfirmationWins(t *testing.T) {
+	srv := fake.New(fake.Options{Token: acToken, Script: func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{
+			fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "make"}),
+			fake.Permission("permission", "req-1", "tc-1", ""),
+			fake.Await("approve", "reject"),
+			fake.Result("done"),
+		}
+	}})
+	t.Cleanup(srv.Close)
+	p := agentchan.NewProvider(agentchan.Config{ID: "ws", URL: srv.URL(), Token: acToken},
+		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+	a, b := env.Client(t), env.Client(t)
+	ch := bridgetest.CreateSession(t, a, "ws", t.TempDir())
+	_, err := b.Subscribe(acCtx(t), ch)
+	require.NoError(t, err)
+
+	turnID := bridgetest.StartTurn(t, a, ch, "build")
+	id := bridgetest.WaitPendingTool(t, a, ch, acWait)
+	bridgetest.WaitPendingTool(t, b, ch, acWait)
+	errs := make(chan error, 2)
+	go func() { _, err := a.DispatchAction(acCtx(t), ch, wire.Action(acApprove(turnID, id))); errs <- err }()
+	go func() { _, err := b.DispatchAction(acCtx(t), ch, wire.Action(acDeny(turnID, id))); errs <- err }()
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+
+	turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, acWait)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	require.True(t, srv.WaitFor(acWait, func() bool {
+		return len(srv.ReceivedOfType("approve"))+len(srv.ReceivedOfType("reject")) >= 1
+	}))
+	approves, rejects := srv.ReceivedOfType("approve"), srv.ReceivedOfType("reject")
+	require.Equal(t, 1, len(approves)+len(rejects), "exactly one answer: %v", acFrameTypes(srv.Received()))
+	switch v := acToolCall(t, turn.ResponseParts, id).(type) {
+	case *wire.ToolCallCompletedState:
+		assert.Len(t, approves, 1, "the state says approved")
+	case *wire.ToolCallCancelledState:
+		assert.Len(t, rejects, 1, "the state says denied")
+	default:
+		t.Fatalf("tool call is %T", v)
+	}
+}
+
+// Disposing of a session while its turn runs aborts the task.
+func TestAgentchanDisposeDuringTurn(t *testing.T) {
+	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		return []fake.Step{fake.Text("Working."), fake.Await("abort")}
+	})
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "long job")
+	e.waitActive(t, "the first text", func(a *wire.ActiveTurn) bool { return acMarkdown(a.ResponseParts) == "Working." })
+	require.NoError(t, e.c.DisposeSession(acCtx(t), e.channel))
+	aborts := e.waitReceived(t, "abort", 1)
+	assert.Equal(t, turnID, aborts[0].String("taskId"))
+	sessions, err := e.c.ListSessions(acCtx(t))
+	require.NoError(t, err)
+	assert.Empty(t, sessions)
+}

@@ -5,45 +5,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
-
-// clientDispatchable lists the action types a client may dispatch
-// (IS_CLIENT_DISPATCHABLE in the AHP types). Everything else is
-// server-only and is rejected when a client sends it.
-var clientDispatchable = map[wire.ActionType]bool{
-	wire.ActionTypeRootConfigChanged:               true,
-	wire.ActionTypeSessionTurnStarted:              true,
-	wire.ActionTypeSessionToolCallConfirmed:        true,
-	wire.ActionTypeSessionToolCallComplete:         true,
-	wire.ActionTypeSessionToolCallResultConfirmed:  true,
-	wire.ActionTypeSessionToolCallContentChanged:   true,
-	wire.ActionTypeSessionTurnCancelled:            true,
-	wire.ActionTypeSessionTitleChanged:             true,
-	wire.ActionTypeSessionModelChanged:             true,
-	wire.ActionTypeSessionAgentChanged:             true,
-	wire.ActionTypeSessionActiveClientChanged:      true,
-	wire.ActionTypeSessionActiveClientToolsChanged: true,
-	wire.ActionTypeSessionPendingMessageSet:        true,
-	wire.ActionTypeSessionPendingMessageRemoved:    true,
-	wire.ActionTypeSessionQueuedMessagesReordered:  true,
-	wire.ActionTypeSessionInputAnswerChanged:       true,
-	wire.ActionTypeSessionInputCompleted:           true,
-	wire.ActionTypeSessionCustomizationToggled:     true,
-	wire.ActionTypeSessionTruncated:                true,
-	wire.ActionTypeSessionIsReadChanged:            true,
-	wire.ActionTypeSessionIsArchivedChanged:        true,
-	wire.ActionTypeSessionConfigChanged:            true,
-	wire.ActionTypeTerminalInput:                   true,
-	wire.ActionTypeTerminalResized:                 true,
-	wire.ActionTypeTerminalClaimed:                 true,
-	wire.ActionTypeTerminalTitleChanged:            true,
-	wire.ActionTypeTerminalCleared:                 true,
-}
-
-// IsClientDispatchable reports whether clients may dispatch actions of
-// type t.
-func IsClientDispatchable(t string) bool { return clientDispatchable[wire.ActionType(t)] }
 
 // validateClient returns why a client action must be rejected, or "".
 // raw is the action as the client sent it (some checks need to know which
@@ -53,7 +17,7 @@ func validateClient(ch *channel, a wire.StateAction, raw []byte, clientID string
 	if _, unknown := a.Value.(json.RawMessage); unknown || t == "" {
 		return "unknown action type; this server does not understand it"
 	}
-	if !clientDispatchable[wire.ActionType(t)] {
+	if !reducer.ClientDispatchable(t) {
 		return fmt.Sprintf("%s is a server-only action and cannot be dispatched by clients", t)
 	}
 	if err := checkScope(ch, a); err != nil {
