@@ -23,6 +23,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // Host is what the bridge needs from the AHP host.
@@ -60,6 +61,7 @@ type Bridge struct {
 	mu       sync.Mutex
 	sessions map[string]*session // by channel URI
 	models   map[string][]backend.ModelInfo
+	options  map[string][]backend.ConfigOption // the settings each provider's agent last reported
 	closed   bool
 }
 
@@ -80,6 +82,7 @@ func New(providers []backend.Provider, opts Options) *Bridge {
 		cancel:    cancel,
 		sessions:  map[string]*session{},
 		models:    map[string][]backend.ModelInfo{},
+		options:   map[string][]backend.ConfigOption{},
 	}
 	for _, p := range providers {
 		id := p.Info().ID
@@ -128,9 +131,12 @@ func (b *Bridge) publishAgents() error {
 	return nil
 }
 
-// learnModels records the models an agent reported for a provider and
-// republishes the root agent list when they changed.
+// learnModels records the settings an agent reported for a provider and
+// republishes the root agent list when its models changed.
 func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption) {
+	b.mu.Lock()
+	b.options[provider] = opts
+	b.mu.Unlock()
 	var models []backend.ModelInfo
 	for _, o := range opts {
 		if o.Category != "model" {
@@ -167,6 +173,17 @@ func sameModels(a, b []backend.ModelInfo) bool {
 }
 
 const rootChannel = "ahp-root://"
+
+// ResolveSessionConfig implements host.ConfigResolver: the settings the
+// provider's agent reported for its last session, so that new sessions
+// start with a schema clients can change. An agent not yet started has
+// none.
+func (b *Bridge) ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState {
+	b.mu.Lock()
+	opts := b.options[provider]
+	b.mu.Unlock()
+	return mapping.SessionConfig(opts)
+}
 
 // CreateSession implements host.Backend: the backend session is opened in
 // the background and the outcome dispatched as session/ready or

@@ -36,3 +36,11 @@ type Backend interface {
 	// example the old and new text of a file edit).
 	ResourceRead(ctx context.Context, params wire.ResourceReadParams) (wire.ResourceReadResult, error)
 }
+
+// ConfigResolver is implemented by a Backend that can describe a provider's
+// session settings before a session exists (from what its agent reported
+// earlier). The host uses it for `resolveSessionConfig` and for the initial
+// config of every new session. It must not block on starting an agent.
+type ConfigResolver interface {
+	ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState
+}

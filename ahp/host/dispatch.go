@@ -84,7 +84,7 @@ func (h *Host) handleNotification(c *conn, m *inMessage) {
 var knownRequests = map[string]bool{
 	"ping": true, "initialize": true, "reconnect": true, "subscribe": true, "createSession": true,
 	"disposeSession": true, "listSessions": true, "fetchTurns": true, "completions": true,
-	"resourceRead": true,
+	"resourceRead": true, "resolveSessionConfig": true,
 }
 
 // notificationMethods are the client notifications this host implements.
@@ -142,6 +142,8 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 		h.completions(ctx, c, m, channel)
 	case "resourceRead":
 		h.resourceRead(ctx, c, m)
+	case "resolveSessionConfig":
+		h.resolveSessionConfig(ctx, c, m)
 	}
 }
 
@@ -443,6 +445,8 @@ func (h *Host) createSession(ctx context.Context, c *conn, m *inMessage, uri str
 		Turns:        []wire.Turn{},
 		ActiveClient: p.ActiveClient,
 	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	st.Config = &cfg
 	ch := newChannel(uri, chanSession)
 	ch.session = st
 	h.mu.Lock()
@@ -658,4 +662,59 @@ func (h *Host) releaseActiveClient(clientID string) {
 		}
 		ch.mu.Unlock()
 	}
+}
+
+// resolveConfig is the initial config of a new session: the backend's
+// schema for the provider when it can describe one, with the values the
+// client asked for laid over the backend's defaults. Every session has a
+// config, so that session/configChanged always has values to merge into.
+func (h *Host) resolveConfig(ctx context.Context, provider string, requested map[string]any) wire.SessionConfigState {
+	cfg := wire.SessionConfigState{
+		Schema: wire.SessionConfigSchema{Type: "object", Properties: map[string]wire.SessionConfigPropertySchema{}},
+		Values: map[string]any{},
+	}
+	if r, ok := h.backend.(ConfigResolver); ok {
+		cfg = r.ResolveSessionConfig(ctx, provider)
+		if cfg.Schema.Properties == nil {
+			cfg.Schema.Properties = map[string]wire.SessionConfigPropertySchema{}
+		}
+		if cfg.Schema.Type == "" {
+			cfg.Schema.Type = "object"
+		}
+		if cfg.Values == nil {
+			cfg.Values = map[string]any{}
+		}
+	}
+	for k, v := range requested {
+		cfg.Values[k] = v
+	}
+	return cfg
+}
+
+// resolveSessionConfig answers the root command of the same name.
+func (h *Host) resolveSessionConfig(ctx context.Context, c *conn, m *inMessage) {
+	var p wire.ResolveSessionConfigParams
+	if err := decodeParams("resolveSessionConfig", m.params, &p); err != nil {
+		h.reply(c, m.id, nil, err)
+		return
+	}
+	var providers []string
+	h.ReadRoot(func(r *wire.RootState) {
+		for _, a := range r.Agents {
+			providers = append(providers, a.Provider)
+		}
+	})
+	provider := ""
+	switch {
+	case p.Provider != nil && *p.Provider != "":
+		provider = *p.Provider
+		if !slices.Contains(providers, provider) {
+			h.reply(c, m.id, nil, Errorf(CodeProviderNotFound, "no agent for provider %q; this server has [%s]", provider, strings.Join(providers, ", ")))
+			return
+		}
+	case len(providers) > 0:
+		provider = providers[0]
+	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	h.reply(c, m.id, wire.ResolveSessionConfigResult{Schema: cfg.Schema, Values: cfg.Values}, nil)
 }

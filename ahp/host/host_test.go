@@ -296,7 +296,7 @@ func TestClientActionValidation(t *testing.T) {
 		{"complete unknown input", &wire.SessionInputCompletedAction{RequestID: "r1", Response: wire.SessionInputResponseKindAccept}, "no input request"},
 		{"system message turn", &wire.SessionTurnStartedAction{TurnID: "t0", Message: wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindSystemNotification}}}, "user messages"},
 		{"terminal action on session", &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
-		{"config without schema", &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "no configuration"},
+		{"config property not in the schema", &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "does not exist"},
 	}
 	for _, tc := range rejected {
 		t.Run(tc.name, func(t *testing.T) {
