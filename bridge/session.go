@@ -154,11 +154,19 @@ func (s *session) Event(ev backend.Event) {
 }
 
 // applyLocked maps an event through the current turn, or as a session-level
-// event when no turn is open.
+// event when no AHP turn is open: before the first turn, after a turn ended,
+// and while the agent winds down a turn the clients cancelled. Session-level
+// events (title, settings, plan, custom updates) are never lost that way —
+// e.g. the agent's answer to a model change applied right after a cancelled
+// turn — while turn-scoped ones have nothing to attach to and are dropped.
 func (s *session) applyLocked(ev backend.Event) {
-	if s.turn == nil {
+	if s.turn == nil || s.turn.Ended() || s.gone {
 		var acts []wire.StateAction
 		acts, s.meta = mapping.SessionEvent(ev, s.meta)
+		if s.turn != nil {
+			// endTurn takes the session _meta from the turn.
+			s.turn.SetMeta(s.meta)
+		}
 		s.dispatchActs(acts)
 		return
 	}
@@ -166,9 +174,7 @@ func (s *session) applyLocked(ev backend.Event) {
 	if s.turn.Ended() {
 		s.meta = s.turn.Meta()
 	}
-	if !s.gone {
-		s.dispatchActs(acts)
-	}
+	s.dispatchActs(acts)
 }
 
 // permissionLocked asks the clients, or answers by policy. It returns the
