@@ -5,10 +5,15 @@ import (
 	"runtime/debug"
 )
 
+// commit can be set at link time (-ldflags "-X main.commit=$(git rev-parse HEAD)")
+// for builds where the Go toolchain does not stamp VCS information, such as
+// `go run` or builds with -buildvcs=false.
+var commit string
+
 // versionString reports the module version and the VCS commit the binary was
 // built from, as recorded by the Go toolchain.
 func versionString() string {
-	version, commit, dirty := "(devel)", "unknown", false
+	version, rev, dirty := "(devel)", "unknown", false
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" {
 			version = info.Main.Version
@@ -16,14 +21,17 @@ func versionString() string {
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				commit = s.Value
+				rev = s.Value
 			case "vcs.modified":
 				dirty = s.Value == "true"
 			}
 		}
 	}
 	if dirty {
-		commit += "-dirty"
+		rev += "-dirty"
 	}
-	return fmt.Sprintf("ahp-bridge %s (commit %s)", version, commit)
+	if commit != "" {
+		rev = commit
+	}
+	return fmt.Sprintf("ahp-bridge %s (commit %s)", version, rev)
 }
