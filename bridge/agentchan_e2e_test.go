@@ -92,6 +92,7 @@ func startAgentchanWith(t *testing.T, script fake.Script, setup acSetup) *acEnv 
 	return &acEnv{fake: srv, c: c, channel: ch}
 }
 
+// acCtx is a context that ends after acWait or with the test.
 func acCtx(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), acWait)
