@@ -49,6 +49,9 @@ func DecodeUpdate(raw json.RawMessage) ([]backend.Event, error) {
 
 // decodeUpdate is DecodeUpdate that also reports the update's kind.
 func decodeUpdate(raw json.RawMessage) (string, []backend.Event, error) {
+	if kind, ev, ok := decodeTextChunk(raw); ok {
+		return kind, []backend.Event{ev}, nil
+	}
 	var head struct {
 		SessionUpdate *string `json:"sessionUpdate"`
 	}
@@ -64,6 +67,33 @@ func decodeUpdate(raw json.RawMessage) (string, []backend.Event, error) {
 		return kind, nil, fmt.Errorf("session update %q: %w", kind, err)
 	}
 	return kind, evs, nil
+}
+
+// decodeTextChunk is the streaming hot path: an agent_message_chunk or
+// agent_thought_chunk with a text block, decoded in one pass instead of
+// three (kind, content, block). It reports false for anything else, which
+// then takes the general path; for what it accepts, the result is the
+// event the general path would produce (a text block's other members —
+// annotations, _meta — are not carried by TextChunk/ThoughtChunk there
+// either).
+func decodeTextChunk(raw json.RawMessage) (string, backend.Event, bool) {
+	var u struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		Content       *struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &u) != nil || u.Content == nil || u.Content.Type != "text" {
+		return "", nil, false
+	}
+	switch u.SessionUpdate {
+	case kindAgentMessageChunk:
+		return u.SessionUpdate, backend.TextChunk{Text: u.Content.Text}, true
+	case kindAgentThoughtChunk:
+		return u.SessionUpdate, backend.ThoughtChunk{Text: u.Content.Text}, true
+	}
+	return "", nil, false
 }
 
 func decodeKind(kind string, raw json.RawMessage) ([]backend.Event, error) {

@@ -505,11 +505,14 @@ func (a *agentProc) routeUpdate(params json.RawMessage) {
 	}
 	upd := cloneRaw(n.Update)
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if s := a.sessions[n.SessionID]; s != nil {
-		s.queue.push(queueItem{raw: upd})
+		a.mu.Unlock()
+		// Waits when the session's queue is full (backpressure to the
+		// agent); only this goroutine pushes updates, so order is kept.
+		s.queue.pushWait(queueItem{raw: upd})
 		return
 	}
+	defer a.mu.Unlock()
 	q, known := a.orphans[n.SessionID]
 	if !known && len(a.orphans) >= maxOrphanSessions {
 		a.log.Warn().Str("acp_session", n.SessionID).Msg("dropped a session/update for an unknown session")

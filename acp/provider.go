@@ -60,6 +60,12 @@ type Config struct {
 	MaxLineBytes int
 	// MaxReadBytes caps fs/read_text_file. Default 16 MiB.
 	MaxReadBytes int64
+	// CoalesceText merges consecutive text (or thought) chunks that queued
+	// up while the sink was busy into one event (see coalescer). What
+	// clients end up with is the same either way; with it, a flood costs
+	// the bridge one envelope per drain instead of one per chunk. Off, every
+	// chunk is passed on as its own event.
+	CoalesceText bool
 
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports

@@ -44,6 +44,7 @@ type session struct {
 	sink    backend.Sink
 	log     zerolog.Logger
 	queue   *eventQueue
+	text    coalescer // merges queued text chunks; used by the queue goroutine only
 
 	turnMu   sync.Mutex // one Prompt at a time
 	createMu sync.Mutex // one re-creation of the ACP session at a time
@@ -107,6 +108,9 @@ func newSession(p *Provider, opts backend.SessionOptions, sink backend.Sink) (*s
 		log:   p.log.With().Str("session", opts.SessionID).Logger(),
 		perms: make(map[*pendingPerm]struct{}),
 		terms: make(map[string]*terminal),
+	}
+	if p.cfg.CoalesceText {
+		s.text.emit = sink.Event
 	}
 	s.queue = newEventQueue(s.handle)
 	return s, nil
@@ -235,6 +239,7 @@ func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legac
 // events to the sink, in order.
 func (s *session) handle(it queueItem) {
 	if it.raw == nil {
+		s.text.flush()
 		if ev, ok := it.event.(backend.Event); ok {
 			s.sink.Event(ev)
 		}
@@ -251,7 +256,11 @@ func (s *session) handle(it queueItem) {
 		evs = s.mergeConfig(kind, evs)
 	}
 	for _, ev := range evs {
-		s.sink.Event(ev)
+		if s.text.emit != nil {
+			s.text.add(ev)
+		} else {
+			s.sink.Event(ev)
+		}
 	}
 }
 

@@ -20,6 +20,11 @@ import (
 // gave no outputByteLimit, so a chatty command cannot eat the bridge's memory.
 const defaultOutputLimit = 4 << 20
 
+// maxOutputLimit bounds what an agent may ask a terminal to keep with
+// outputByteLimit: however much it asks for, a chatty command cannot make
+// the bridge hold more than this per terminal.
+const maxOutputLimit = 16 << 20
+
 // terminal is a command run for the agent (ACP terminal/create).
 type terminal struct {
 	id    string
@@ -99,7 +104,7 @@ func (s *session) createTerminal(req sdk.CreateTerminalRequest) (string, error) 
 		if *req.OutputByteLimit < 0 {
 			return "", fsError(codeInvalidParams, "outputByteLimit must not be negative")
 		}
-		limit = *req.OutputByteLimit
+		limit = min(*req.OutputByteLimit, maxOutputLimit)
 	}
 
 	cmd := commandLine(req.Command, req.Args)

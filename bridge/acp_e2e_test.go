@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
 
@@ -23,19 +25,19 @@ import (
 // drive it over AHP WebSocket with package client, asserting the session
 // state a client ends up with.
 
-const readmeText = "# E2E project\nThe marker is 7f3a.\n"
+const acpReadmeText = "# E2E project\nThe marker is 7f3a.\n"
 
-// projectDir returns a temporary working directory holding README.md.
-func projectDir(t *testing.T) string {
+// acpProjectDir returns a temporary working directory holding README.md.
+func acpProjectDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(readmeText), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(acpReadmeText), 0o644))
 	return dir
 }
 
 func TestACPDemoTurnApproved(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	cwd := projectDir(t)
+	cwd := acpProjectDir(t)
 	ch := r.session("script", cwd)
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "demo please")
@@ -47,29 +49,34 @@ func TestACPDemoTurnApproved(t *testing.T) {
 	require.Len(t, pc.Options, 2)
 	assert.Equal(t, "allow", pc.Options[0].ID)
 	assert.Equal(t, "reject", pc.Options[1].ID)
+	st, err := r.c.Session(ch)
+	require.NoError(t, err)
+	require.NotNil(t, st.Summary.Activity, "the plan entry in progress is the session's activity")
+	assert.Equal(t, "Plan 1/2: Read README.md", *st.Summary.Activity)
 
-	require.NoError(t, r.confirm(r.c, ch, approve(turnID, pc.ToolCallID, "")))
+	require.NoError(t, r.confirm(r.c, ch, acpApprove(turnID, pc.ToolCallID, "")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, "Hello from the script agent. I read README.md. Done.", turnText(partsOf2Markdown(turn.ResponseParts)))
-	reasoning := partsOf[wire.ReasoningResponsePart](turn.ResponseParts)
+	assert.Equal(t, "Hello from the script agent. I read README.md. Done.", acpTurnText(acpWithoutChecklist(turn.ResponseParts)))
+	reasoning := acpPartsOf[wire.ReasoningResponsePart](turn.ResponseParts)
 	require.Len(t, reasoning, 1)
 	assert.Equal(t, "Thinking about: demo please", reasoning[0].Content)
 
-	done, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCompletedState)
-	require.True(t, ok, "read-1 should be completed, is %T", toolCall(t, turn.ResponseParts, "read-1"))
+	done, ok := acpToolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCompletedState)
+	require.True(t, ok, "read-1 should be completed, is %T", acpToolCall(t, turn.ResponseParts, "read-1"))
 	assert.True(t, done.Success)
 	assert.Equal(t, wire.ToolCallConfirmationReasonUserAction, done.Confirmed)
 	require.Len(t, done.Content, 1)
 	text, ok := done.Content[0].Value.(*wire.ToolResultTextContent)
 	require.True(t, ok, "tool result content is %T", done.Content[0].Value)
-	assert.Equal(t, readmeText, text.Text, "the tool result shows README.md read from the session's cwd")
+	assert.Equal(t, acpReadmeText, text.Text, "the tool result shows README.md read from the session's cwd")
 
 	// The plan is visible per docs/mapping.md: session _meta.plan, and the
 	// final plan as a checklist part of the transcript.
-	st, err := r.c.Session(ch)
+	st, err = r.c.Session(ch)
 	require.NoError(t, err)
+	assert.Empty(t, acpDeref(st.Summary.Activity), "no plan entry is in progress any more")
 	plan, ok := st.Meta["plan"].(map[string]any)
 	require.True(t, ok, "session _meta.plan: %v", st.Meta)
 	entries, _ := plan["entries"].([]any)
@@ -77,28 +84,28 @@ func TestACPDemoTurnApproved(t *testing.T) {
 	first, _ := entries[0].(map[string]any)
 	assert.Equal(t, "Read README.md", first["content"])
 	assert.Equal(t, "completed", first["status"])
-	assert.Contains(t, allMarkdown(turn.ResponseParts), "Read README.md")
+	assert.Contains(t, acpAllMarkdown(turn.ResponseParts), "Read README.md")
 
 	require.NotNil(t, turn.Usage, "usage of the prompt response")
-	assert.Equal(t, int64(10), deref(turn.Usage.InputTokens))
-	assert.Equal(t, int64(20), deref(turn.Usage.OutputTokens))
-	assert.Equal(t, int64(5), deref(turn.Usage.CacheReadTokens))
+	assert.Equal(t, int64(10), acpDeref(turn.Usage.InputTokens))
+	assert.Equal(t, int64(20), acpDeref(turn.Usage.OutputTokens))
+	assert.Equal(t, int64(5), acpDeref(turn.Usage.CacheReadTokens))
 }
 
 func TestACPDemoTurnDenied(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "demo")
 	pc := r.pendingTool(r.c, ch)
-	require.NoError(t, r.confirm(r.c, ch, deny(turnID, pc.ToolCallID, "")))
+	require.NoError(t, r.confirm(r.c, ch, acpDeny(turnID, pc.ToolCallID, "")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Contains(t, turnText(turn.ResponseParts), "You did not let me read README.md.")
-	assert.NotContains(t, turnText(turn.ResponseParts), "7f3a")
-	cancelled, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
-	require.True(t, ok, "read-1 should be cancelled, is %T", toolCall(t, turn.ResponseParts, "read-1"))
+	assert.Contains(t, acpTurnText(turn.ResponseParts), "You did not let me read README.md.")
+	assert.NotContains(t, acpTurnText(turn.ResponseParts), "7f3a")
+	cancelled, ok := acpToolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
+	require.True(t, ok, "read-1 should be cancelled, is %T", acpToolCall(t, turn.ResponseParts, "read-1"))
 	assert.Equal(t, wire.ToolCallCancellationReasonDenied, cancelled.Reason)
 }
 
@@ -106,55 +113,58 @@ func TestACPCancelWhilePermissionPending(t *testing.T) {
 	// A long cancel grace: the next turn can only start in time if the
 	// agent really got "cancelled" for its permission request and ended
 	// its prompt, not because the bridge gave up on it and restarted it.
-	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) { c.CancelGrace = 10 * time.Minute }})
-	ch := r.session("script", projectDir(t))
+	rec := newACPOutcomeRecorder(acpScriptProvider(t, func(c *acp.Config) { c.CancelGrace = 10 * time.Minute }))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{rec}})
+	ch := r.session("script", acpProjectDir(t))
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "permission")
 	pc := r.pendingTool(r.c, ch)
 	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
-	cancelled, ok := toolCall(t, turn.ResponseParts, pc.ToolCallID).(*wire.ToolCallCancelledState)
-	require.True(t, ok, "the pending tool call ends cancelled, is %T", toolCall(t, turn.ResponseParts, pc.ToolCallID))
+	cancelled, ok := acpToolCall(t, turn.ResponseParts, pc.ToolCallID).(*wire.ToolCallCancelledState)
+	require.True(t, ok, "the pending tool call ends cancelled, is %T", acpToolCall(t, turn.ResponseParts, pc.ToolCallID))
 	assert.Equal(t, wire.ToolCallCancellationReasonSkipped, cancelled.Reason)
+	assert.Equal(t, []backend.PermissionOutcome{{Cancelled: true}}, rec.wait(t, "perm-1", 1),
+		"the agent's permission request is answered cancelled")
 
 	next := r.turn(ch, "echo after cancel")
 	assert.Equal(t, wire.TurnStateComplete, next.State)
-	assert.Equal(t, "text:echo after cancel", turnText(next.ResponseParts))
+	assert.Equal(t, "text:echo after cancel", acpTurnText(next.ResponseParts))
 }
 
 func TestACPCrashMidTurn(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	turn := r.turn(ch, "crash")
 	assert.Equal(t, wire.TurnStateError, turn.State)
 	require.NotNil(t, turn.Error)
 	assert.Contains(t, turn.Error.Message, "exit status 3")
 	assert.Contains(t, turn.Error.Message, "scriptagent: crashing on purpose", "the error carries the agent's stderr")
-	assert.Contains(t, turnText(turn.ResponseParts), "about to crash")
+	assert.Contains(t, acpTurnText(turn.ResponseParts), "about to crash")
 
 	next := r.turn(ch, "echo still here")
 	assert.Equal(t, wire.TurnStateComplete, next.State, "error: %+v", next.Error)
-	assert.Equal(t, "text:echo still here", turnText(next.ResponseParts))
+	assert.Equal(t, "text:echo still here", acpTurnText(next.ResponseParts))
 }
 
 func TestACPPermissionOptions(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	tests := []struct {
 		name     string
-		confirm  func(turnID, toolCallID string) any
+		confirm  func(turnID, acpToolCallID string) any
 		selected string // what the agent received
 		approved bool
 	}{
-		{"select allow_once", func(tr, tc string) any { return approve(tr, tc, "allow-once") }, "allow-once", true},
-		{"select allow_always", func(tr, tc string) any { return approve(tr, tc, "allow-always") }, "allow-always", true},
-		{"select reject_once", func(tr, tc string) any { return deny(tr, tc, "reject-once") }, "reject-once", false},
-		{"select reject_always", func(tr, tc string) any { return deny(tr, tc, "reject-always") }, "reject-always", false},
-		{"plain approve", func(tr, tc string) any { return approve(tr, tc, "") }, "allow-once", true},
-		{"plain deny", func(tr, tc string) any { return deny(tr, tc, "") }, "reject-once", false},
+		{"select allow_once", func(tr, tc string) any { return acpApprove(tr, tc, "allow-once") }, "allow-once", true},
+		{"select allow_always", func(tr, tc string) any { return acpApprove(tr, tc, "allow-always") }, "allow-always", true},
+		{"select reject_once", func(tr, tc string) any { return acpDeny(tr, tc, "reject-once") }, "reject-once", false},
+		{"select reject_always", func(tr, tc string) any { return acpDeny(tr, tc, "reject-always") }, "reject-always", false},
+		{"plain approve", func(tr, tc string) any { return acpApprove(tr, tc, "") }, "allow-once", true},
+		{"plain deny", func(tr, tc string) any { return acpDeny(tr, tc, "") }, "reject-once", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,8 +188,8 @@ func TestACPPermissionOptions(t *testing.T) {
 			require.NoError(t, r.confirm(r.c, ch, tt.confirm(turnID, pc.ToolCallID)))
 			turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 			assert.Equal(t, wire.TurnStateComplete, turn.State)
-			assert.Equal(t, "selected: "+tt.selected, turnText(turn.ResponseParts))
-			state := toolCall(t, turn.ResponseParts, "perm-1")
+			assert.Equal(t, "selected: "+tt.selected, acpTurnText(turn.ResponseParts))
+			state := acpToolCall(t, turn.ResponseParts, "perm-1")
 			if tt.approved {
 				done, ok := state.(*wire.ToolCallCompletedState)
 				require.True(t, ok, "perm-1 is %T", state)
@@ -195,19 +205,19 @@ func TestACPPermissionOptions(t *testing.T) {
 
 func TestACPPermissionBeforeToolCall(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "perm-first")
 	pc := r.pendingTool(r.c, ch)
 	assert.Equal(t, "early-1", pc.ToolCallID)
 	assert.Equal(t, "Early tool", pc.DisplayName)
-	require.NoError(t, r.confirm(r.c, ch, approve(turnID, pc.ToolCallID, "yes")))
+	require.NoError(t, r.confirm(r.c, ch, acpApprove(turnID, pc.ToolCallID, "yes")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, "selected: yes", turnText(turn.ResponseParts))
-	require.Len(t, partsOf[wire.ToolCallResponsePart](turn.ResponseParts), 1, "the later tool_call updates the same AHP tool call")
-	done, ok := toolCall(t, turn.ResponseParts, "early-1").(*wire.ToolCallCompletedState)
+	assert.Equal(t, "selected: yes", acpTurnText(turn.ResponseParts))
+	require.Len(t, acpPartsOf[wire.ToolCallResponsePart](turn.ResponseParts), 1, "the later tool_call updates the same AHP tool call")
+	done, ok := acpToolCall(t, turn.ResponseParts, "early-1").(*wire.ToolCallCompletedState)
 	require.True(t, ok)
 	assert.True(t, done.Success)
 	assert.Equal(t, wire.ToolCallConfirmationReasonUserAction, done.Confirmed)
@@ -215,13 +225,13 @@ func TestACPPermissionBeforeToolCall(t *testing.T) {
 
 func TestACPV2Kinds(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	turn := r.turn(ch, "v2")
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, "v2 done", turnText(turn.ResponseParts))
-	done, ok := toolCall(t, turn.ResponseParts, "v2-1").(*wire.ToolCallCompletedState)
-	require.True(t, ok, "v2-1 is %T", toolCall(t, turn.ResponseParts, "v2-1"))
+	assert.Equal(t, "v2 done", acpTurnText(turn.ResponseParts))
+	done, ok := acpToolCall(t, turn.ResponseParts, "v2-1").(*wire.ToolCallCompletedState)
+	require.True(t, ok, "v2-1 is %T", acpToolCall(t, turn.ResponseParts, "v2-1"))
 	assert.True(t, done.Success)
 	assert.Equal(t, "_custom_kind", done.ToolName, "a custom kind is shown generically")
 	assert.Equal(t, "_custom_kind", done.Meta["kind"], "the custom kind is kept in _meta")
@@ -231,14 +241,14 @@ func TestACPV2Kinds(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, text.Text, "_custom_content", "custom content is kept as raw JSON")
 
-	notes := partsOf[wire.SystemNotificationResponsePart](turn.ResponseParts)
+	notes := acpPartsOf[wire.SystemNotificationResponsePart](turn.ResponseParts)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0].Content.Text, "_custom_update")
 }
 
 func TestACPFlood(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	const n, size = 10000, 16
 	turn := r.turn(ch, fmt.Sprintf("flood %d %d", n, size))
@@ -247,56 +257,56 @@ func TestACPFlood(t *testing.T) {
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&want, "%08d%s", i, strings.Repeat("x", size-8))
 	}
-	got := turnText(turn.ResponseParts)
+	got := acpTurnText(turn.ResponseParts)
 	require.Len(t, got, want.Len(), "every chunk arrives")
 	assert.True(t, got == want.String(), "the chunks arrive complete and in order")
-	assert.Len(t, partsOf[wire.MarkdownResponsePart](turn.ResponseParts), 1, "consecutive chunks extend one part")
+	assert.Len(t, acpPartsOf[wire.MarkdownResponsePart](turn.ResponseParts), 1, "consecutive chunks extend one part")
 }
 
 func TestACPOverlongLine(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) { c.MaxLineBytes = 1 << 20 }})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	// The 2 MiB line is over the provider's limit: it is dropped, the
 	// connection survives and the rest of the turn arrives.
 	turn := r.turn(ch, "longline 2097152")
 	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
-	assert.Equal(t, "after", turnText(turn.ResponseParts))
+	assert.Equal(t, "after", acpTurnText(turn.ResponseParts))
 
 	// A line longer than acp-go-sdk's own 10 MiB limit but within the
 	// provider's (64 MiB by default) is delivered whole: session/update is
 	// read from the raw stream, so it never reaches the SDK's reader.
 	r2 := newACPRig(t, acpRigOptions{})
-	ch2 := r2.session("script", projectDir(t))
+	ch2 := r2.session("script", acpProjectDir(t))
 	const long = 11 << 20
 	turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
 	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
-	text := turnText(turn.ResponseParts)
+	text := acpTurnText(turn.ResponseParts)
 	require.Len(t, text, long+len("after"))
 	assert.True(t, strings.HasSuffix(text, "aaaaafter"))
 
 	next := r.turn(ch, "echo next")
-	assert.Equal(t, "text:echo next", turnText(next.ResponseParts))
+	assert.Equal(t, "text:echo next", acpTurnText(next.ResponseParts))
 }
 
 func TestACPUnknownMethods(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 
 	turn := r.turn(ch, "unknown-method")
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	text := turnText(turn.ResponseParts)
+	text := acpTurnText(turn.ResponseParts)
 	assert.Contains(t, text, "unknown-method error: -32601", "an unknown client method is answered 'method not found'")
 	assert.Contains(t, text, "extension error: -32601", "an unknown extension method is answered 'method not found'")
 
 	flood := r.turn(ch, "notify-flood 2000")
 	assert.Equal(t, wire.TurnStateComplete, flood.State)
-	assert.Equal(t, "survived", turnText(flood.ResponseParts), "unknown notifications are ignored")
+	assert.Equal(t, "survived", acpTurnText(flood.ResponseParts), "unknown notifications are ignored")
 }
 
 func TestACPTitleAndUsage(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
 	require.NoError(t, err, "the title sent before session/new's response is not lost")
 
@@ -308,9 +318,9 @@ func TestACPTitleAndUsage(t *testing.T) {
 	turn := r.turn(ch, "usage")
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
 	require.NotNil(t, turn.Usage)
-	assert.Equal(t, int64(10), deref(turn.Usage.InputTokens))
-	assert.Equal(t, int64(20), deref(turn.Usage.OutputTokens))
-	assert.Equal(t, int64(5), deref(turn.Usage.CacheReadTokens))
+	assert.Equal(t, int64(10), acpDeref(turn.Usage.InputTokens))
+	assert.Equal(t, int64(20), acpDeref(turn.Usage.OutputTokens))
+	assert.Equal(t, int64(5), acpDeref(turn.Usage.CacheReadTokens))
 }
 
 func TestACPFileSystemConfinedToCwd(t *testing.T) {
@@ -322,23 +332,23 @@ func TestACPFileSystemConfinedToCwd(t *testing.T) {
 	ch := r.session("script", cwd)
 
 	turn := r.turn(ch, "write notes.txt hello from the agent")
-	assert.Equal(t, "wrote notes.txt", turnText(turn.ResponseParts))
+	assert.Equal(t, "wrote notes.txt", acpTurnText(turn.ResponseParts))
 	data, err := os.ReadFile(filepath.Join(cwd, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "hello from the agent", string(data))
 
 	turn = r.turn(ch, "read notes.txt")
-	assert.Equal(t, "content:hello from the agent", turnText(turn.ResponseParts))
+	assert.Equal(t, "content:hello from the agent", acpTurnText(turn.ResponseParts))
 
 	for _, prompt := range []string{"read ../secret.txt", "read " + filepath.Join(parent, "secret.txt")} {
 		turn = r.turn(ch, prompt)
-		text := turnText(turn.ResponseParts)
+		text := acpTurnText(turn.ResponseParts)
 		assert.True(t, strings.HasPrefix(text, "read error: "), "%s: %s", prompt, text)
 		assert.NotContains(t, text, "top secret")
 	}
 	for _, prompt := range []string{"write ../escape.txt x", "write " + filepath.Join(parent, "escape.txt") + " x"} {
 		turn = r.turn(ch, prompt)
-		text := turnText(turn.ResponseParts)
+		text := acpTurnText(turn.ResponseParts)
 		assert.True(t, strings.HasPrefix(text, "write error: "), "%s: %s", prompt, text)
 	}
 	_, err = os.Stat(filepath.Join(parent, "escape.txt"))
@@ -347,7 +357,7 @@ func TestACPFileSystemConfinedToCwd(t *testing.T) {
 
 func TestACPTerminalMirrored(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	cwd := projectDir(t)
+	cwd := acpProjectDir(t)
 	ch := r.session("script", cwd)
 	gate := filepath.Join(t.TempDir(), "go")
 
@@ -367,7 +377,7 @@ func TestACPTerminalMirrored(t *testing.T) {
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, "exit=7 truncated=false output=first-line\nsecond-line\n", turnText(turn.ResponseParts))
+	assert.Equal(t, "exit=7 truncated=false output=first-line\nsecond-line\n", acpTurnText(turn.ResponseParts))
 
 	// The terminal channel as a client sees it: the snapshot's content,
 	// then terminal/data and terminal/exited actions.
@@ -375,7 +385,7 @@ func TestACPTerminalMirrored(t *testing.T) {
 	raw, err := json.Marshal(snap.State)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &snapState))
-	output := terminalText(snapState.Content)
+	output := acpTerminalText(snapState.Content)
 	var data []string
 	var exit *int
 	for exit == nil {
@@ -397,7 +407,7 @@ func TestACPTerminalMirrored(t *testing.T) {
 	assert.Equal(t, 7, *exit)
 
 	// The tool call shows the terminal.
-	done, ok := toolCall(t, turn.ResponseParts, "term-1").(*wire.ToolCallCompletedState)
+	done, ok := acpToolCall(t, turn.ResponseParts, "term-1").(*wire.ToolCallCompletedState)
 	require.True(t, ok)
 	var found bool
 	for _, c := range done.Content {
@@ -408,8 +418,8 @@ func TestACPTerminalMirrored(t *testing.T) {
 	assert.True(t, found, "the tool call content links the terminal channel %s: %+v", term, done.Content)
 }
 
-// terminalText is the output held in a terminal state's content.
-func terminalText(parts []wire.TerminalContentPart) string {
+// acpTerminalText is the output held in a terminal state's content.
+func acpTerminalText(parts []wire.TerminalContentPart) string {
 	var b strings.Builder
 	for _, p := range parts {
 		switch v := p.Value.(type) {
@@ -425,61 +435,64 @@ func terminalText(parts []wire.TerminalContentPart) string {
 func TestACPApprovePolicy(t *testing.T) {
 	t.Run("all", func(t *testing.T) {
 		r := newACPRig(t, acpRigOptions{approve: "all"})
-		ch := r.session("script", projectDir(t))
+		ch := r.session("script", acpProjectDir(t))
 		turn := r.turn(ch, "demo")
 		assert.Equal(t, wire.TurnStateComplete, turn.State)
-		assert.Contains(t, turnText(turn.ResponseParts), "I read README.md.")
-		done, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCompletedState)
+		assert.Contains(t, acpTurnText(turn.ResponseParts), "I read README.md.")
+		done, ok := acpToolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCompletedState)
 		require.True(t, ok)
 		assert.Equal(t, wire.ToolCallConfirmationReasonSetting, done.Confirmed, "approved by the setting, not a client")
 		assert.True(t, done.Success)
 
 		turn = r.turn(ch, "permission")
-		assert.Equal(t, "selected: allow-once", turnText(turn.ResponseParts))
+		assert.Equal(t, "selected: allow-once", acpTurnText(turn.ResponseParts))
 	})
 	t.Run("none", func(t *testing.T) {
 		r := newACPRig(t, acpRigOptions{approve: "none"})
-		ch := r.session("script", projectDir(t))
+		ch := r.session("script", acpProjectDir(t))
 		turn := r.turn(ch, "demo")
 		assert.Equal(t, wire.TurnStateComplete, turn.State)
-		assert.Contains(t, turnText(turn.ResponseParts), "You did not let me read README.md.")
-		c, ok := toolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
+		assert.Contains(t, acpTurnText(turn.ResponseParts), "You did not let me read README.md.")
+		c, ok := acpToolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
 		require.True(t, ok)
 		assert.Equal(t, wire.ToolCallCancellationReasonDenied, c.Reason)
 
 		turn = r.turn(ch, "permission")
-		assert.Equal(t, "selected: reject-once", turnText(turn.ResponseParts))
+		assert.Equal(t, "selected: reject-once", acpTurnText(turn.ResponseParts))
 	})
 }
 
 func TestACPTwoClientsFirstConfirmationWins(t *testing.T) {
-	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	rec := newACPOutcomeRecorder(acpScriptProvider(t, nil))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{rec}})
+	ch := r.session("script", acpProjectDir(t))
 	second := r.env.Client(t)
 	_, err := second.Subscribe(r.ctx(), ch)
 	require.NoError(t, err)
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "permission")
 	pc := r.pendingTool(second, ch)
-	require.NoError(t, r.confirm(second, ch, approve(turnID, pc.ToolCallID, "allow-always")))
-	err = r.confirm(r.c, ch, deny(turnID, pc.ToolCallID, "reject-once"))
-	assert.True(t, isRejected(err), "the second confirmation is rejected: %v", err)
+	require.NoError(t, r.confirm(second, ch, acpApprove(turnID, pc.ToolCallID, "allow-always")))
+	err = r.confirm(r.c, ch, acpDeny(turnID, pc.ToolCallID, "reject-once"))
+	assert.True(t, acpIsRejected(err), "the second confirmation is rejected: %v", err)
 
 	for _, c := range []*client.Client{r.c, second} {
 		turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, acpTimeout)
 		assert.Equal(t, wire.TurnStateComplete, turn.State)
 		// The agent reports every outcome it receives; it got one.
-		assert.Equal(t, "selected: allow-always", turnText(turn.ResponseParts))
-		done, ok := toolCall(t, turn.ResponseParts, "perm-1").(*wire.ToolCallCompletedState)
+		assert.Equal(t, "selected: allow-always", acpTurnText(turn.ResponseParts))
+		done, ok := acpToolCall(t, turn.ResponseParts, "perm-1").(*wire.ToolCallCompletedState)
 		require.True(t, ok)
 		require.NotNil(t, done.SelectedOption)
 		assert.Equal(t, "allow-always", done.SelectedOption.ID)
 	}
+	assert.Equal(t, []backend.PermissionOutcome{{OptionID: "allow-always"}}, rec.wait(t, "perm-1", 1),
+		"the agent received exactly one outcome")
 }
 
 func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
-	ch := r.session("script", projectDir(t))
+	ch := r.session("script", acpProjectDir(t))
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
 	modelSeq, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
@@ -522,7 +535,7 @@ func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
 }
 
-func deref[T any](p *T) T {
+func acpDeref[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
@@ -530,18 +543,18 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// allMarkdown is the text of every markdown part, joined by newlines.
-func allMarkdown(parts []wire.ResponsePart) string {
+// acpAllMarkdown is the text of every markdown part, joined by newlines.
+func acpAllMarkdown(parts []wire.ResponsePart) string {
 	var out []string
-	for _, m := range partsOf[wire.MarkdownResponsePart](parts) {
+	for _, m := range acpPartsOf[wire.MarkdownResponsePart](parts) {
 		out = append(out, m.Content)
 	}
 	return strings.Join(out, "\n")
 }
 
-// partsOf2Markdown drops the final plan checklist part so that the
+// acpWithoutChecklist drops the final plan checklist part so that the
 // streamed answer can be compared exactly.
-func partsOf2Markdown(parts []wire.ResponsePart) []wire.ResponsePart {
+func acpWithoutChecklist(parts []wire.ResponsePart) []wire.ResponsePart {
 	var out []wire.ResponsePart
 	for _, p := range parts {
 		if m, ok := p.Value.(*wire.MarkdownResponsePart); ok && strings.Contains(m.Content, "- [") {
@@ -550,4 +563,122 @@ func partsOf2Markdown(parts []wire.ResponsePart) []wire.ResponsePart {
 		out = append(out, p)
 	}
 	return out
+}
+
+func TestACPPromptErrorAndGarbage(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	turn := r.turn(ch, "error")
+	assert.Equal(t, wire.TurnStateError, turn.State)
+	require.NotNil(t, turn.Error)
+	assert.Equal(t, "runtime", turn.Error.ErrorType)
+	assert.Contains(t, turn.Error.Message, "scripted failure", "the agent's error message reaches the user")
+
+	turn = r.turn(ch, "garbage")
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "non-JSON lines from the agent are skipped")
+	assert.Equal(t, "before garbage after garbage", acpTurnText(turn.ResponseParts))
+}
+
+func TestACPPromptAttachments(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	turnID := client.NewUUID()
+	_, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionTurnStartedAction{TurnID: turnID, Message: wire.Message{
+		Text:   "echo see attached",
+		Origin: wire.MessageOrigin{Kind: wire.MessageKindUser},
+		Attachments: []wire.MessageAttachment{
+			wire.NewMessageAttachment(&wire.MessageResourceAttachment{Label: "main.go", URI: "file:///src/main.go"}),
+			wire.NewMessageAttachment(&wire.MessageEmbeddedResourceAttachment{Label: "notes.txt",
+				Data: base64.StdEncoding.EncodeToString([]byte("some notes")), ContentType: "text/plain",
+				Meta: map[string]any{"uri": "file:///src/notes.txt"}}),
+		},
+	}}))
+	require.NoError(t, err)
+	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+	assert.Equal(t, "text:echo see attached|link:main.go=file:///src/main.go|resource:file:///src/notes.txt=some notes",
+		acpTurnText(turn.ResponseParts))
+}
+
+func TestACPQueuedMessageStartsNextTurn(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
+	r.activeText(ch, "waiting")
+	_, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q-1",
+		Message: wire.Message{Text: "echo from the queue", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}))
+	require.NoError(t, err)
+	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return len(s.Turns) == 2 })
+	require.NoError(t, err, "the queued message runs as the next turn")
+	assert.Equal(t, wire.TurnStateCancelled, st.Turns[0].State)
+	assert.Equal(t, "echo from the queue", st.Turns[1].Message.Text)
+	assert.Equal(t, wire.TurnStateComplete, st.Turns[1].State)
+	assert.Equal(t, "text:echo from the queue", acpTurnText(st.Turns[1].ResponseParts))
+	assert.Empty(t, st.QueuedMessages)
+}
+
+func TestACPCompletions(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	// The agent announces its commands just after session/new; poll the
+	// command until they are known (each call is a real round trip).
+	var res wire.CompletionsResult
+	require.Eventually(t, func() bool {
+		err := r.c.Call(r.ctx(), "completions", wire.CompletionsParams{Channel: ch, Kind: wire.CompletionItemKindUserMessage, Text: "/de", Offset: 3}, &res)
+		return err == nil && len(res.Items) > 0
+	}, acpTimeout, 20*time.Millisecond, "the agent's slash commands are offered")
+	require.Len(t, res.Items, 1)
+	assert.Equal(t, "/demo ", res.Items[0].InsertText)
+}
+
+func TestACPTwoSessionsShareTheAgent(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	a := r.session("script", acpProjectDir(t))
+	b := r.session("script", acpProjectDir(t))
+
+	// A long turn in one session does not mix with or hold up the other.
+	flood := bridgetest.StartTurn(t, r.c, a, "flood 3000 16")
+	echo := r.turn(b, "echo session b")
+	assert.Equal(t, "text:echo session b", acpTurnText(echo.ResponseParts))
+	turn := bridgetest.WaitTurnEnd(t, r.c, a, flood, acpTimeout)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Len(t, acpTurnText(turn.ResponseParts), 3000*16)
+	assert.NotContains(t, acpTurnText(turn.ResponseParts), "session b")
+}
+
+func TestACPDisposeDuringTurn(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+	other := r.session("script", acpProjectDir(t))
+
+	bridgetest.StartTurn(t, r.c, ch, "permission")
+	r.pendingTool(r.c, ch)
+	require.NoError(t, r.c.DisposeSession(r.ctx(), ch))
+	sessions, err := r.c.ListSessions(r.ctx())
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	assert.Equal(t, other, sessions[0].Resource)
+
+	// The agent process serves the other session undisturbed.
+	turn := r.turn(other, "echo still served")
+	assert.Equal(t, "text:echo still served", acpTurnText(turn.ResponseParts))
+}
+
+func TestACPAgentRequiresAuthentication(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) { c.Env = []string{"SCRIPTAGENT_REQUIRE_AUTH=1"} }})
+	ch := client.NewSessionURI()
+	require.NoError(t, r.c.CreateSession(r.ctx(), wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("script")}))
+	_, err := r.c.Subscribe(r.ctx(), ch)
+	require.NoError(t, err)
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	require.NoError(t, err)
+	assert.Equal(t, wire.SessionLifecycleCreationFailed, st.Lifecycle)
+	require.NotNil(t, st.CreationError)
+	assert.Contains(t, st.CreationError.Message, "Authentication required", "the agent's words reach the user")
+	assert.Contains(t, st.CreationError.Message, "Script token", "the user learns how to authenticate")
 }

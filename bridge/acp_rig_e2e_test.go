@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,9 +39,9 @@ type acpRigOptions struct {
 	providers []backend.Provider
 }
 
-// scriptProvider returns an ACP provider running the scripted agent as a
+// acpScriptProvider returns an ACP provider running the scripted agent as a
 // real subprocess (`ahp-bridge demo-agent`) under the id "script".
-func scriptProvider(t *testing.T, configure func(*acp.Config)) *acp.Provider {
+func acpScriptProvider(t *testing.T, configure func(*acp.Config)) *acp.Provider {
 	t.Helper()
 	cfg := acp.Config{ID: "script", DisplayName: "Script agent", Command: []string{bridgetest.Binary(t), "demo-agent"}}
 	if configure != nil {
@@ -49,6 +50,7 @@ func scriptProvider(t *testing.T, configure func(*acp.Config)) *acp.Provider {
 	return acp.NewProvider(cfg, testLogger(t).With().Str("component", "acp").Logger())
 }
 
+// testLogger logs to the test's output (reliability_test.go uses it too).
 func testLogger(t *testing.T) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 }
@@ -57,7 +59,7 @@ func newACPRig(t *testing.T, o acpRigOptions) *acpRig {
 	t.Helper()
 	providers := o.providers
 	if providers == nil {
-		providers = []backend.Provider{scriptProvider(t, o.configure)}
+		providers = []backend.Provider{acpScriptProvider(t, o.configure)}
 	}
 	env := bridgetest.Start(t, providers, bridgetest.Options{Approve: o.approve})
 	return &acpRig{t: t, env: env, c: env.Client(t)}
@@ -90,8 +92,8 @@ func (r *acpRig) confirm(c *client.Client, ch string, a any) error {
 	return err
 }
 
-func approve(turnID, toolCallID, option string) *wire.SessionToolCallApprovedAction {
-	a := &wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: toolCallID, Approved: true,
+func acpApprove(turnID, acpToolCallID, option string) *wire.SessionToolCallApprovedAction {
+	a := &wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: acpToolCallID, Approved: true,
 		Confirmed: wire.ToolCallConfirmationReasonUserAction}
 	if option != "" {
 		a.SelectedOptionID = wire.Ptr(option)
@@ -99,17 +101,17 @@ func approve(turnID, toolCallID, option string) *wire.SessionToolCallApprovedAct
 	return a
 }
 
-func deny(turnID, toolCallID, option string) *wire.SessionToolCallDeniedAction {
-	a := &wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: toolCallID, Reason: wire.ToolCallCancellationReasonDenied}
+func acpDeny(turnID, acpToolCallID, option string) *wire.SessionToolCallDeniedAction {
+	a := &wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: acpToolCallID, Reason: wire.ToolCallCancellationReasonDenied}
 	if option != "" {
 		a.SelectedOptionID = wire.Ptr(option)
 	}
 	return a
 }
 
-// turnText concatenates the markdown parts of a turn, as a client shows the
+// acpTurnText concatenates the markdown parts of a turn, as a client shows the
 // answer.
-func turnText(parts []wire.ResponsePart) string {
+func acpTurnText(parts []wire.ResponsePart) string {
 	var b strings.Builder
 	for _, p := range parts {
 		if m, ok := p.Value.(*wire.MarkdownResponsePart); ok {
@@ -119,8 +121,8 @@ func turnText(parts []wire.ResponsePart) string {
 	return b.String()
 }
 
-// partsOf returns the parts of one concrete kind, in order.
-func partsOf[T any](parts []wire.ResponsePart) []*T {
+// acpPartsOf returns the parts of one concrete kind, in order.
+func acpPartsOf[T any](parts []wire.ResponsePart) []*T {
 	var out []*T
 	for _, p := range parts {
 		if v, ok := p.Value.(*T); ok {
@@ -130,12 +132,12 @@ func partsOf[T any](parts []wire.ResponsePart) []*T {
 	return out
 }
 
-// toolCall returns the state of tool call id in parts (a pointer to one of
+// acpToolCall returns the state of tool call id in parts (a pointer to one of
 // the wire.ToolCall*State variants), failing the test when it is absent.
-func toolCall(t *testing.T, parts []wire.ResponsePart, id string) any {
+func acpToolCall(t *testing.T, parts []wire.ResponsePart, id string) any {
 	t.Helper()
-	for _, tc := range partsOf[wire.ToolCallResponsePart](parts) {
-		if toolCallID(tc.ToolCall) == id {
+	for _, tc := range acpPartsOf[wire.ToolCallResponsePart](parts) {
+		if acpToolCallID(tc.ToolCall) == id {
 			return tc.ToolCall.Value
 		}
 	}
@@ -143,7 +145,7 @@ func toolCall(t *testing.T, parts []wire.ResponsePart, id string) any {
 	return nil
 }
 
-func toolCallID(s wire.ToolCallState) string {
+func acpToolCallID(s wire.ToolCallState) string {
 	switch v := s.Value.(type) {
 	case *wire.ToolCallStreamingState:
 		return v.ToolCallID
@@ -167,15 +169,15 @@ func (r *acpRig) pendingTool(c *client.Client, ch string) *wire.ToolCallPendingC
 	r.t.Helper()
 	var pc *wire.ToolCallPendingConfirmationState
 	st, err := c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
-		return s.ActiveTurn != nil && pendingIn(s.ActiveTurn.ResponseParts) != nil
+		return s.ActiveTurn != nil && acpPendingIn(s.ActiveTurn.ResponseParts) != nil
 	})
 	require.NoError(r.t, err, "no tool call became pending-confirmation")
-	pc = pendingIn(st.ActiveTurn.ResponseParts)
+	pc = acpPendingIn(st.ActiveTurn.ResponseParts)
 	return pc
 }
 
-func pendingIn(parts []wire.ResponsePart) *wire.ToolCallPendingConfirmationState {
-	for _, tc := range partsOf[wire.ToolCallResponsePart](parts) {
+func acpPendingIn(parts []wire.ResponsePart) *wire.ToolCallPendingConfirmationState {
+	for _, tc := range acpPartsOf[wire.ToolCallResponsePart](parts) {
 		if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
 			return pc
 		}
@@ -187,13 +189,67 @@ func pendingIn(parts []wire.ResponsePart) *wire.ToolCallPendingConfirmationState
 func (r *acpRig) activeText(ch, want string) {
 	r.t.Helper()
 	_, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
-		return s.ActiveTurn != nil && strings.Contains(turnText(s.ActiveTurn.ResponseParts), want)
+		return s.ActiveTurn != nil && strings.Contains(acpTurnText(s.ActiveTurn.ResponseParts), want)
 	})
 	require.NoError(r.t, err, "the active turn never showed %q", want)
 }
 
-// isRejected reports whether err is the server's rejection of an action.
-func isRejected(err error) bool {
+// acpIsRejected reports whether err is the server's rejection of an action.
+func acpIsRejected(err error) bool {
 	var rej *client.RejectedError
 	return errors.As(err, &rej)
+}
+
+// acpOutcomeRecorder wraps a provider and records every answer the bridge
+// gives to the backend's permission requests, by ACP tool call id, exactly
+// as the backend receives them.
+type acpOutcomeRecorder struct {
+	backend.Provider
+
+	mu       sync.Mutex
+	outcomes map[string][]backend.PermissionOutcome
+	changed  chan struct{} // closed and replaced on every record
+}
+
+func newACPOutcomeRecorder(p backend.Provider) *acpOutcomeRecorder {
+	return &acpOutcomeRecorder{Provider: p, outcomes: map[string][]backend.PermissionOutcome{}, changed: make(chan struct{})}
+}
+
+// OpenSession implements backend.Provider.
+func (p *acpOutcomeRecorder) OpenSession(ctx context.Context, opts backend.SessionOptions, sink backend.Sink) (backend.Session, error) {
+	return p.Provider.OpenSession(ctx, opts, backend.SinkFunc(func(ev backend.Event) {
+		if req, ok := ev.(backend.PermissionRequest); ok {
+			id, respond := req.ToolCall.ID, req.Respond
+			req.Respond = func(o backend.PermissionOutcome) {
+				p.mu.Lock()
+				p.outcomes[id] = append(p.outcomes[id], o)
+				close(p.changed)
+				p.changed = make(chan struct{})
+				p.mu.Unlock()
+				respond(o)
+			}
+			ev = req
+		}
+		sink.Event(ev)
+	}))
+}
+
+// wait returns the outcomes recorded for toolCallID once there are at least n.
+func (p *acpOutcomeRecorder) wait(t *testing.T, toolCallID string, n int) []backend.PermissionOutcome {
+	t.Helper()
+	deadline := time.After(acpTimeout)
+	for {
+		p.mu.Lock()
+		got := append([]backend.PermissionOutcome(nil), p.outcomes[toolCallID]...)
+		changed := p.changed
+		p.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			require.Failf(t, "no permission outcome", "tool call %s: %d outcomes, want %d", toolCallID, len(got), n)
+		}
+	}
 }

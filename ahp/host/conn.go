@@ -2,6 +2,7 @@ package host
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -51,7 +52,8 @@ type conn struct {
 	holding bool     // frames are parked in held (see hold)
 	held    [][]byte // frames parked while holding
 
-	reqWG sync.WaitGroup // asynchronous requests still running
+	reqWG   sync.WaitGroup // asynchronous requests still running
+	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
 }
 
 // send queues a frame for writing. It never blocks: when the queue is full

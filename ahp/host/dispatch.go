@@ -592,9 +592,11 @@ func (h *Host) completions(ctx context.Context, c *conn, m *inMessage, uri strin
 		h.reply(c, m.id, wire.CompletionsResult{Items: []wire.CompletionItem{}}, nil)
 		return
 	}
-	c.reqWG.Add(1)
+	if !h.startRequest(c, m.id, "completions") {
+		return
+	}
 	go func() {
-		defer c.reqWG.Done()
+		defer h.endRequest(c)
 		defer h.recoverRequest(c, m.id, "completions")
 		res, err := h.backend.Completions(ctx, p)
 		if err != nil {
@@ -622,9 +624,11 @@ func (h *Host) resourceRead(ctx context.Context, c *conn, m *inMessage) {
 		h.reply(c, m.id, nil, Errorf(CodeNotFound, "%s not found", p.URI))
 		return
 	}
-	c.reqWG.Add(1)
+	if !h.startRequest(c, m.id, "resourceRead") {
+		return
+	}
 	go func() {
-		defer c.reqWG.Done()
+		defer h.endRequest(c)
 		defer h.recoverRequest(c, m.id, "resourceRead")
 		res, err := h.backend.ResourceRead(ctx, p)
 		if err != nil {
@@ -633,6 +637,27 @@ func (h *Host) resourceRead(ctx context.Context, c *conn, m *inMessage) {
 		}
 		h.reply(c, m.id, res, nil)
 	}()
+}
+
+// startRequest admits one more asynchronous request of c, or answers it
+// with an error when c already has MaxPendingRequests of them running.
+// Every admitted request must call endRequest.
+func (h *Host) startRequest(c *conn, id json.RawMessage, method string) bool {
+	if n := c.pending.Add(1); int(n) > h.opts.MaxPendingRequests {
+		c.pending.Add(-1)
+		c.log.Warn().Str("method", method).Int("limit", h.opts.MaxPendingRequests).Msg("refused a request: too many pending requests")
+		h.reply(c, id, nil, Errorf(CodeInternalError,
+			"too many pending requests: a connection may have at most %d completions or resourceRead requests unanswered; wait for some answers first",
+			h.opts.MaxPendingRequests))
+		return false
+	}
+	c.reqWG.Add(1)
+	return true
+}
+
+func (h *Host) endRequest(c *conn) {
+	c.pending.Add(-1)
+	c.reqWG.Done()
 }
 
 func (h *Host) recoverRequest(c *conn, id json.RawMessage, method string) {

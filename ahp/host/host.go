@@ -39,6 +39,7 @@ const (
 	DefaultOutboundQueue           = 1024
 	DefaultMaxSubscriptionsPerConn = 1024
 	DefaultMaxSessions             = 1024
+	DefaultMaxPendingRequests      = 64
 	DefaultFetchTurnsLimit         = 50
 	MaxFetchTurnsLimit             = 1000
 )
@@ -60,6 +61,11 @@ type Options struct {
 	MaxSubscriptionsPerConn int
 	// MaxSessions bounds live sessions (default 1024).
 	MaxSessions int
+	// MaxPendingRequests bounds the requests of one connection that are
+	// answered asynchronously (completions, resourceRead) and still
+	// running (default 64). Further ones are answered with an error at
+	// once, so a client cannot make the host start unbounded work.
+	MaxPendingRequests int
 	// ServerName is used in logs.
 	ServerName string
 	// DefaultDirectory is advertised in the initialize result when set.
@@ -145,6 +151,9 @@ func New(opts Options) *Host {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxPendingRequests <= 0 {
+		opts.MaxPendingRequests = DefaultMaxPendingRequests
 	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID

@@ -15,19 +15,20 @@ import (
 
 // Config selects what Run measures.
 type Config struct {
-	Bin         string   // the ahp-bridge binary (serve and demo-agent)
-	Chunks      int      // chunks per flood for direct / 1 / 10 clients
-	FanoutN     int      // chunks per flood with 100 clients on one session
-	SessionsN   int      // chunks per session with 100 sessions
-	Size        int      // bytes per chunk
-	ToolEvery   int      // tool-call variant: a tool call after every ToolEvery chunks
-	LatencyRate int      // chunks per second for the latency scenarios
-	LatencyN    int      // chunks per latency scenario
-	FanoutSize  int      // clients on one session (scenario 4)
-	Sessions    int      // parallel sessions (scenario 5)
-	Idle        int      // idle sessions and idle clients (scenario 6)
-	StartupRuns int      // start-up samples (scenario 7)
-	Only        []string // run only these scenarios (all when empty)
+	Bin         string        // the ahp-bridge binary (serve and demo-agent)
+	Chunks      int           // chunks per flood for direct / 1 / 10 clients
+	FanoutN     int           // chunks per flood with 100 clients on one session
+	SessionsN   int           // chunks per session with 100 sessions
+	Size        int           // bytes per chunk
+	ToolEvery   int           // tool-call variant: a tool call after every ToolEvery chunks
+	LatencyRate int           // chunks per second for the latency scenarios
+	LatencyN    int           // chunks per latency scenario
+	FanoutSize  int           // clients on one session (scenario 4)
+	Sessions    int           // parallel sessions (scenario 5)
+	Idle        int           // idle sessions and idle clients (scenario 6)
+	StartupRuns int           // start-up samples (scenario 7)
+	SlowFor     time.Duration // length of the endless stream (scenario 8)
+	Only        []string      // run only these scenarios (all when empty)
 	Timeout     time.Duration
 }
 
@@ -64,6 +65,9 @@ func (c *Config) defaults() {
 	}
 	if c.StartupRuns <= 0 {
 		c.StartupRuns = 10
+	}
+	if c.SlowFor <= 0 {
+		c.SlowFor = 10 * time.Second
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Minute
@@ -129,12 +133,13 @@ type Machine struct {
 
 // Report is everything one Run measured.
 type Report struct {
-	Started time.Time `json:"started"`
-	Command string    `json:"command"`
-	Machine Machine   `json:"machine"`
-	Flows   []Flow    `json:"flows"`
-	Memory  *Memory   `json:"memory,omitempty"`
-	Startup *Startup  `json:"startup,omitempty"`
+	Started time.Time   `json:"started"`
+	Command string      `json:"command"`
+	Machine Machine     `json:"machine"`
+	Flows   []Flow      `json:"flows"`
+	Memory  *Memory     `json:"memory,omitempty"`
+	Startup *Startup    `json:"startup,omitempty"`
+	Slow    *SlowClient `json:"slowClient,omitempty"`
 }
 
 // Flow returns the named flow, or nil.
@@ -160,11 +165,12 @@ const (
 	scLat10      = "latency-10"
 	scMemory     = "memory"
 	scStartup    = "startup"
+	scSlow       = "slow-client"
 )
 
 // AllScenarios lists every scenario name.
 var AllScenarios = []string{scDirect, scBridge1, scBridge1T, scBridge10, scFanout, scSessions,
-	scLatDirect, scLatBridge1, scLat10, scMemory, scStartup}
+	scLatDirect, scLatBridge1, scLat10, scMemory, scStartup, scSlow}
 
 // Run measures the selected scenarios. progress, if not nil, receives a
 // line as each scenario ends.
@@ -228,6 +234,15 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		rep.Startup = s
 		progress(fmt.Sprintf("%-15s median %.1f ms", scStartup, s.MedianMs))
 	}
+	if want(scSlow) {
+		s, err := slowClient(ctx, cfg, cfg.SlowFor)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", scSlow, err)
+		}
+		rep.Slow = s
+		progress(fmt.Sprintf("%-15s dropped %v, peak %.1f MiB (%.1f MiB without the stalled client)", scSlow,
+			s.WithStalled.SlowDropped, s.WithStalled.PeakRSSMiB, s.WithoutStalled.PeakRSSMiB))
+	}
 	return rep, nil
 }
 
@@ -287,7 +302,7 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 			return Flow{}, err
 		}
 		if err := ctl.createSession(ctx, ch, true); err != nil {
-			return Flow{}, err
+			return Flow{}, fmt.Errorf("%w; the bridge's log ends with: %s", err, bp.stderr.String())
 		}
 		ss[i] = sess{channel: ch, ctl: ctl}
 		for j := 1; j < clients; j++ {

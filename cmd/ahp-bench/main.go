@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Sessions, "sessions", 100, "parallel sessions (sessions-100x1)")
 	fs.IntVar(&cfg.Idle, "idle", 1000, "idle sessions and idle clients (memory)")
 	fs.IntVar(&cfg.StartupRuns, "startup-runs", 10, "start-up samples")
+	fs.DurationVar(&cfg.SlowFor, "slow-for", 10*time.Second, "length of the endless stream with a stalled client (slow-client)")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")
 	fs.StringVar(&out, "json", "ahp-bench.json", "write the report to `FILE` (empty: don't)")
 	if err := fs.Parse(args); err != nil {
@@ -121,5 +123,8 @@ func printTable(w io.Writer, r *Report) {
 	}
 	if s := r.Startup; s != nil {
 		fmt.Fprintf(w, "start-up to READY (%d runs): min %.1f ms, median %.1f ms, max %.1f ms\n", s.Runs, s.MinMs, s.MedianMs, s.MaxMs)
+	}
+	if s := r.Slow; s != nil {
+		fmt.Fprintln(w, formatSlow(s))
 	}
 }

@@ -31,9 +31,13 @@ type probe struct {
 	waiting map[int]chan rpcReply
 	marks   map[string]chan struct{} // frame substring → closed when seen
 
-	counter  // filled by the read loop only; read it after done is closed
-	done      chan struct{} // the read loop ended
-	err       error
+	counter // filled by the read loop only; read it after done is closed
+
+	// stalled, when set, holds the read loop before its next frame until
+	// the channel is closed: a client that stops reading.
+	stalled chan struct{}
+	done    chan struct{} // the read loop ended
+	err     error
 }
 
 type rpcReply struct {
@@ -107,6 +111,12 @@ func (p *probe) readLoop() {
 	defer close(p.done)
 	var buf bytes.Buffer
 	for {
+		p.mu.Lock()
+		stall := p.stalled
+		p.mu.Unlock()
+		if stall != nil {
+			<-stall
+		}
 		_, r, err := p.ws.NextReader()
 		if err != nil {
 			p.err = err
@@ -234,6 +244,21 @@ func (p *probe) control(frame []byte) {
 	}
 }
 
+// stall makes the probe stop reading after the frame it is reading now;
+// the returned function makes it read again.
+func (p *probe) stall() (resume func()) {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	p.stalled = ch
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.stalled = nil
+		p.mu.Unlock()
+		close(ch)
+	}
+}
+
 // initialize performs the AHP handshake, subscribing to subs.
 func (p *probe) initialize(ctx context.Context, clientID string, subs ...string) error {
 	if subs == nil {
@@ -258,8 +283,15 @@ func (p *probe) createSession(ctx context.Context, channel string, wait bool) er
 	if !wait {
 		return nil
 	}
-	if _, err := p.call(ctx, "subscribe", map[string]any{"channel": channel}); err != nil {
+	snap, err := p.call(ctx, "subscribe", map[string]any{"channel": channel})
+	if err != nil {
 		return err
+	}
+	if bytes.Contains(snap, []byte(`"lifecycle":"ready"`)) {
+		return nil // ready before the snapshot was taken
+	}
+	if bytes.Contains(snap, []byte(`"lifecycle":"creationFailed"`)) {
+		return fmt.Errorf("creating session %s failed: %s", channel, snap)
 	}
 	select {
 	case <-ready:

@@ -76,16 +76,24 @@ func readProc(pid int) (procUsage, error) {
 	return u, nil
 }
 
-// childPIDs lists the direct children of pid (the bridge's agent processes).
+// childPIDs lists the direct children of pid (the bridge's agent
+// processes). The kernel lists children per thread, and Go starts
+// processes from whichever thread runs, so every thread is read.
 func childPIDs(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return nil
 	}
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
 		}
 	}
 	return out

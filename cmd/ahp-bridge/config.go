@@ -31,6 +31,11 @@ type Config struct {
 	WireLog       string            `json:"wireLog,omitempty"`
 	MaxFrameBytes int64             `json:"maxFrameBytes,omitempty"`
 	MaxSessions   int               `json:"maxSessions,omitempty"`
+	// MaxSubscriptions bounds the subscriptions of one connection.
+	MaxSubscriptions int `json:"maxSubscriptions,omitempty"`
+	// MaxPendingRequests bounds the unanswered asynchronous requests
+	// (completions, resourceRead) of one connection.
+	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
 }
 
 // AgentConfig is one ACP agent provider.
@@ -79,6 +84,7 @@ func parseServeConfig(args []string, stderr io.Writer) (Config, error) {
 		wireLog                   string
 		stdio, noToken            bool
 		replay, maxSessions       int
+		maxSubs, maxPending       int
 		maxFrame                  int64
 	)
 	fs.StringVar(&cfgFile, "config", "", "read settings from this JSON `FILE` (flags override it)")
@@ -97,6 +103,8 @@ func parseServeConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&wireLog, "wire-log", "", "write every AHP frame to `FILE` as JSON lines")
 	fs.Int64Var(&maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame (default 4 MiB)")
 	fs.IntVar(&maxSessions, "max-sessions", 0, "most sessions at once (default 1000)")
+	fs.IntVar(&maxSubs, "max-subscriptions", 0, "most subscriptions per connection (default 1024)")
+	fs.IntVar(&maxPending, "max-pending-requests", 0, "most unanswered completions/resourceRead requests per connection (default 64)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return Config{}, err
@@ -152,6 +160,12 @@ func parseServeConfig(args []string, stderr io.Writer) (Config, error) {
 	}
 	if set["max-sessions"] {
 		cfg.MaxSessions = maxSessions
+	}
+	if set["max-subscriptions"] {
+		cfg.MaxSubscriptions = maxSubs
+	}
+	if set["max-pending-requests"] {
+		cfg.MaxPendingRequests = maxPending
 	}
 	for _, a := range acps {
 		id, command, ok := strings.Cut(a, "=")
@@ -212,6 +226,12 @@ func (c *Config) applyDefaults() {
 	if c.MaxSessions == 0 {
 		c.MaxSessions = 1000
 	}
+	if c.MaxSubscriptions == 0 {
+		c.MaxSubscriptions = 1024
+	}
+	if c.MaxPendingRequests == 0 {
+		c.MaxPendingRequests = 64
+	}
 }
 
 func (c *Config) validate() error {
@@ -236,6 +256,12 @@ func (c *Config) validate() error {
 	}
 	if c.MaxSessions < 1 {
 		return usagef("--max-sessions %d: must be at least 1", c.MaxSessions)
+	}
+	if c.MaxSubscriptions < 1 {
+		return usagef("--max-subscriptions %d: must be at least 1", c.MaxSubscriptions)
+	}
+	if c.MaxPendingRequests < 1 {
+		return usagef("--max-pending-requests %d: must be at least 1", c.MaxPendingRequests)
 	}
 	n := 0
 	for _, set := range []bool{c.Token != "", c.TokenFile != "", c.NoToken} {

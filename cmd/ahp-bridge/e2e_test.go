@@ -102,7 +102,9 @@ func TestServePrintsReadyAndClientCompletesTurn(t *testing.T) {
 	url, _, serveErr := startServe(t)
 	assert.Contains(t, url, "/?tkn=")
 	code, out, errOut := runBin(t, 60*time.Second, "", "client", url, "--approve-all", "--cwd", demoDir(t), "demo", "please")
-	require.Equal(t, 0, code, "client stdout:\n%s\nstderr:\n%s\nserve stderr:\n%s", out, errOut, serveErr)
+	if code != 0 { // serveErr is only read on failure: the server is still writing to it
+		t.Fatalf("client exit %d; stdout:\n%s\nstderr:\n%s\nserve stderr:\n%s", code, out, errOut, serveErr)
+	}
 	assert.Contains(t, out, "The answer is 42", "the file read by the agent reaches the answer")
 }
 
@@ -206,7 +208,8 @@ func TestStdioCompletesTurn(t *testing.T) {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	stderrW := &lockedWriter{w: &stderr} // read it with readLocked: the child writes meanwhile
+	cmd.Stderr = stderrW
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
@@ -239,13 +242,15 @@ func TestStdioCompletesTurn(t *testing.T) {
 		for {
 			select {
 			case f, ok := <-frames:
-				require.True(t, ok, "stdout closed while waiting for %s; stderr:\n%s", what, stderr.String())
+				if !ok {
+					t.Fatalf("stdout closed while waiting for %s; stderr:\n%s", what, readLocked(stderrW))
+				}
 				require.NotContains(t, f, "_notJSON", "stdout carries only protocol")
 				if pred(f) {
 					return f
 				}
 			case <-timeout:
-				t.Fatalf("timed out waiting for %s; stderr:\n%s", what, stderr.String())
+				t.Fatalf("timed out waiting for %s; stderr:\n%s", what, readLocked(stderrW))
 			}
 		}
 	}

@@ -96,7 +96,11 @@ func newServer(cfg Config, log zerolog.Logger) (*server, error) {
 		ReplayBuffer: cfg.ReplayBuffer,
 		Logger:       log.With().Str("component", "host").Logger(),
 		MaxSessions:  cfg.MaxSessions,
-		ServerName:   "ahp-bridge",
+		// Per-connection limits: a client gets a clear error, never
+		// unbounded work or memory (docs/reliability.md).
+		MaxSubscriptionsPerConn: cfg.MaxSubscriptions,
+		MaxPendingRequests:      cfg.MaxPendingRequests,
+		ServerName:              "ahp-bridge",
 	}
 	if cfg.WireLog != "" {
 		wl, err := openWireLog(cfg.WireLog, token)
@@ -137,6 +141,9 @@ func buildProviders(cfg Config, log zerolog.Logger) ([]backend.Provider, error) 
 			Command:     words,
 			Env:         env,
 			Dir:         a.Cwd,
+			// Merge text chunks that queue up while the bridge is busy:
+			// same client state, far fewer envelopes (docs/performance.md).
+			CoalesceText: true,
 		}, log.With().Str("provider", a.ID).Logger()))
 	}
 	for _, c := range cfg.AgentChannels {

@@ -86,8 +86,12 @@ func NewHandler(srv transport.Server, opts Options) *Handler {
 		}
 	}
 	h.upgrader = websocket.Upgrader{
-		ReadBufferSize:  32 << 10,
+		// Idle connections must be cheap (docs/performance.md): reading
+		// reuses the HTTP server's 4 KiB buffer (ReadBufferSize 0), and
+		// write buffers are borrowed from a pool for each message instead
+		// of being held for the connection's lifetime.
 		WriteBufferSize: 32 << 10,
+		WriteBufferPool: &sync.Pool{},
 		// The Origin was already checked in ServeHTTP, before the upgrade.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
@@ -201,7 +205,12 @@ type Conn struct {
 
 	closeOnce sync.Once
 	done      chan struct{}
-	pingDone  chan struct{}
+
+	// Keep-alive pings run on a timer rather than a goroutine per
+	// connection. pingMu orders a ping against Close.
+	pingMu      sync.Mutex
+	pingTimer   *time.Timer
+	pingStopped bool
 }
 
 // NewConn wraps an already-established WebSocket connection (client or
@@ -218,34 +227,31 @@ func NewConn(wsc *websocket.Conn, opts Options) *Conn {
 }
 
 func newConn(wsc *websocket.Conn, opts Options) *Conn {
-	c := &Conn{ws: wsc, opts: opts, done: make(chan struct{}), pingDone: make(chan struct{})}
+	c := &Conn{ws: wsc, opts: opts, done: make(chan struct{})}
 	wsc.SetReadLimit(opts.MaxMessageSize)
 	if opts.PingInterval > 0 {
 		deadline := func() time.Time { return time.Now().Add(2 * opts.PingInterval) }
 		_ = wsc.SetReadDeadline(deadline())
 		wsc.SetPongHandler(func(string) error { return wsc.SetReadDeadline(deadline()) })
-		go c.pingLoop()
-	} else {
-		close(c.pingDone)
+		c.pingMu.Lock()
+		c.pingTimer = time.AfterFunc(opts.PingInterval, c.ping)
+		c.pingMu.Unlock()
 	}
 	return c
 }
 
-// pingLoop keeps the connection alive; it ends when the connection closes.
-func (c *Conn) pingLoop() {
-	defer close(c.pingDone)
-	t := time.NewTicker(c.opts.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-t.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.WriteTimeout)); err != nil {
-				return
-			}
-		}
+// ping sends one keep-alive ping and schedules the next, until Close or
+// a failed write.
+func (c *Conn) ping() {
+	c.pingMu.Lock()
+	defer c.pingMu.Unlock()
+	if c.pingStopped {
+		return
 	}
+	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.WriteTimeout)); err != nil {
+		return
+	}
+	c.pingTimer.Reset(c.opts.PingInterval)
 }
 
 // ReadMessage returns the payload of the next data frame. Text and binary
@@ -282,7 +288,12 @@ func (c *Conn) Close() error {
 		_ = c.ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 		err = c.ws.Close()
-		<-c.pingDone
+		c.pingMu.Lock()
+		c.pingStopped = true
+		if c.pingTimer != nil {
+			c.pingTimer.Stop()
+		}
+		c.pingMu.Unlock()
 	})
 	return err
 }

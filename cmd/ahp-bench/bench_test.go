@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+)
+
+// TestSmoke runs every scenario with tiny sizes against the real binary
+// and checks that the report is complete and consistent. It asserts no
+// timings: the figures of a shared CI machine mean nothing.
+func TestSmoke(t *testing.T) {
+	bin := bridgetest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{Bin: bin, Chunks: 1000, FanoutN: 100, SessionsN: 50, Sessions: 20, FanoutSize: 20,
+		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute}
+	var lines []string
+	rep, err := Run(ctx, cfg, func(l string) { lines = append(lines, l) })
+	require.NoError(t, err)
+	require.Len(t, rep.Flows, 9)
+	for i, name := range AllScenarios[:9] {
+		f := rep.Flows[i]
+		assert.Equal(t, name, f.Name)
+		assert.Equal(t, int64(f.Chunks*f.Clients*f.Sessions), f.Deliveries, "%s: every client saw every chunk", name)
+		assert.Zero(t, f.Misordered, "%s: chunks arrive in order", name)
+		assert.Positive(t, f.ChunksPerSec, name)
+		assert.Positive(t, f.MBPerSec, name)
+		assert.Positive(t, f.P50Micros, name)
+		assert.GreaterOrEqual(t, f.P99Micros, f.P50Micros, name)
+		assert.GreaterOrEqual(t, f.MaxMicros, f.P99Micros, name)
+		assert.Positive(t, f.PeakRSSMiB, name)
+	}
+	assert.Equal(t, 20, rep.Flow(scFanout).Clients)
+	assert.Equal(t, 20, rep.Flow(scSessions).Sessions)
+	assert.Equal(t, 2000, rep.Flow(scLat10).Rate)
+	require.NotNil(t, rep.Memory)
+	assert.Positive(t, rep.Memory.WithSessionsKiB)
+	assert.Positive(t, rep.Memory.WithClientsKiB)
+	require.NotNil(t, rep.Startup)
+	assert.Equal(t, 2, rep.Startup.Runs)
+	assert.Positive(t, rep.Startup.MinMs)
+	require.NotNil(t, rep.Slow)
+	for _, r := range []SlowRun{rep.Slow.WithStalled, rep.Slow.WithoutStalled} {
+		assert.Positive(t, r.FastChunksPerSec)
+		assert.Positive(t, r.PeakRSSMiB)
+		assert.Positive(t, r.StreamedMiB)
+	}
+	assert.Len(t, lines, 12, "one progress line per scenario")
+
+	var out bytes.Buffer
+	printTable(&out, rep)
+	for _, want := range append(AllScenarios[:9], "bridge-1 / direct", "memory:", "start-up to READY", "slow client:") {
+		assert.Contains(t, out.String(), want)
+	}
+}
+
+// The command writes the table and the JSON report.
+func TestCommand(t *testing.T) {
+	bin := bridgetest.Binary(t)
+	file := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-bin", bin, "-only", "bridge-1,startup", "-n", "500", "-startup-runs", "1", "-json", file}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "bridge-1")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Flows, 1)
+	assert.Equal(t, 500, rep.Flows[0].Chunks)
+	assert.NotNil(t, rep.Startup)
+	assert.Contains(t, rep.Command, "-only bridge-1,startup")
+
+	stderr.Reset()
+	assert.Equal(t, 2, run([]string{"-n", "5"}, &stdout, &stderr), "-bin is required")
+	assert.Contains(t, stderr.String(), "-bin is required")
+	stderr.Reset()
+	assert.Equal(t, 1, run([]string{"-bin", bin, "-only", "nope", "-json", ""}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), `unknown scenario "nope"`)
+}
