@@ -25,6 +25,15 @@ const defaultOutputLimit = 4 << 20
 // the bridge hold more than this per terminal.
 const maxOutputLimit = 16 << 20
 
+// mirroredOutputLimit bounds the output of one terminal reported as
+// TerminalOutput events (the AHP terminal channel clients watch, which the
+// host keeps in its state): after it, one note says the rest is not shown,
+// so a command printing without end cannot grow the clients' state.
+const mirroredOutputLimit = 4 << 20
+
+// mirrorTruncatedNote ends a terminal's mirrored output at the limit.
+const mirrorTruncatedNote = "\n[ahp-bridge: output beyond 4 MiB is not shown here]\n"
+
 // terminal is a command run for the agent (ACP terminal/create).
 type terminal struct {
 	id    string
@@ -174,6 +183,27 @@ func (s *session) readTerminal(t *terminal) {
 	defer close(t.readerDone)
 	buf := make([]byte, 32<<10)
 	var carry []byte
+	mirrored, noted := 0, false
+	mirror := func(data []byte) {
+		if room := mirroredOutputLimit - mirrored; len(data) > room {
+			// Show what fits, cut at a character boundary, and say once
+			// that the rest is not shown.
+			for room > 0 && !utf8.RuneStart(data[room]) {
+				room--
+			}
+			if room > 0 {
+				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(data[:room])}})
+			}
+			mirrored = mirroredOutputLimit
+			if !noted {
+				noted = true
+				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: mirrorTruncatedNote}})
+			}
+			return
+		}
+		mirrored += len(data)
+		s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(data)}})
+	}
 	for {
 		n, err := t.out.Read(buf)
 		if n > 0 {
@@ -193,13 +223,13 @@ func (s *session) readTerminal(t *terminal) {
 			if end > 0 {
 				data := append([]byte(nil), chunk[:end]...)
 				t.append(data)
-				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(data)}})
+				mirror(data)
 			}
 		}
 		if err != nil {
 			if len(carry) > 0 {
 				t.append(carry)
-				s.queue.push(queueItem{event: backend.TerminalOutput{TerminalID: t.id, Data: string(carry)}})
+				mirror(carry)
 			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				s.log.Warn().Err(err).Str("terminal", t.id).Msg("reading terminal output")

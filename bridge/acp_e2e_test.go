@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,6 +108,24 @@ func TestACPDemoTurnDenied(t *testing.T) {
 	cancelled, ok := acpToolCall(t, turn.ResponseParts, "read-1").(*wire.ToolCallCancelledState)
 	require.True(t, ok, "read-1 should be cancelled, is %T", acpToolCall(t, turn.ResponseParts, "read-1"))
 	assert.Equal(t, wire.ToolCallCancellationReasonDenied, cancelled.Reason)
+}
+
+func TestACPCancelClearsPlanActivity(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	turnID := bridgetest.StartTurn(t, r.c, ch, "demo")
+	r.pendingTool(r.c, ch)
+	st, err := r.c.Session(ch)
+	require.NoError(t, err)
+	require.NotNil(t, st.Summary.Activity)
+	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+	bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+
+	// The plan entry that was in progress is not the session's activity
+	// once the turn is over.
+	_, err = r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return acpDeref(s.Summary.Activity) == "" })
+	require.NoError(t, err, "the plan activity of the cancelled turn is cleared")
 }
 
 func TestACPCancelWhilePermissionPending(t *testing.T) {
@@ -244,6 +263,34 @@ func TestACPV2Kinds(t *testing.T) {
 	notes := acpPartsOf[wire.SystemNotificationResponsePart](turn.ResponseParts)
 	require.Len(t, notes, 1)
 	assert.Contains(t, notes[0].Content.Text, "_custom_update")
+}
+
+// TestACPV2ContentChunksAppend runs a minimal raw-JSON agent
+// (testdata/chunk_agent.js) because the scripted agent's v2 scenario
+// replaces the appended content before the client can see it.
+func TestACPV2ContentChunksAppend(t *testing.T) {
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node runs the raw ACP test agent")
+	script, err := filepath.Abs(filepath.Join("testdata", "chunk_agent.js"))
+	require.NoError(t, err)
+	p := acp.NewProvider(acp.Config{ID: "chunks", Command: []string{node, script}}, testLogger(t))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{p}})
+	ch := r.session("chunks", t.TempDir())
+
+	turn := r.turn(ch, "go")
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, "chunks sent", acpTurnText(turn.ResponseParts))
+	done, ok := acpToolCall(t, turn.ResponseParts, "chunky-1").(*wire.ToolCallCompletedState)
+	require.True(t, ok)
+	assert.Equal(t, "_chunky", done.ToolName)
+	assert.Equal(t, "_chunky", done.Meta["kind"])
+	var texts []string
+	for _, c := range done.Content {
+		if tc, ok := c.Value.(*wire.ToolResultTextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	assert.Equal(t, []string{"part 1", "part 2"}, texts, "each tool_call_content_chunk appends one item")
 }
 
 func TestACPFlood(t *testing.T) {
@@ -492,7 +539,20 @@ func TestACPTwoClientsFirstConfirmationWins(t *testing.T) {
 
 func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
+	// The bridge learns the agent's settings from its first session; later
+	// sessions start with them as their config schema.
+	r.session("script", acpProjectDir(t))
+	_, err := r.c.WaitForRoot(r.ctx(), func(s *wire.RootState) bool {
+		return len(s.Agents) == 1 && len(s.Agents[0].Models) == 2
+	})
+	require.NoError(t, err, "the agent's models are published in the root state")
 	ch := r.session("script", acpProjectDir(t))
+	st, err := r.c.Session(ch)
+	require.NoError(t, err)
+	require.NotNil(t, st.Config, "a new session starts with the agent's settings")
+	assert.Equal(t, "script-fast", st.Config.Values["model"])
+	assert.Contains(t, st.Config.Schema.Properties, "model")
+
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
 	modelSeq, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
@@ -526,8 +586,9 @@ func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 	require.NotZero(t, echoSeq, "modelChanged was applied before the agent changed its model")
 	assert.Greater(t, echoSeq, cancelEnv.ServerSeq, "modelChanged is applied after the turn ended, not during it")
 	assert.Greater(t, changedSeq, echoSeq)
-	st, err := r.c.Session(ch)
+	st, err = r.c.Session(ch)
 	require.NoError(t, err)
+	assert.Equal(t, "script-smart", st.Config.Values["model"], "the session config shows the agent's new model")
 	require.NotNil(t, st.Summary.Model)
 	assert.Equal(t, "script-smart", st.Summary.Model.ID)
 
@@ -621,6 +682,27 @@ func TestACPQueuedMessageStartsNextTurn(t *testing.T) {
 	assert.Empty(t, st.QueuedMessages)
 }
 
+func TestACPSteeringMessageBecomesNextTurn(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+
+	// ACP cannot inject a message into a running turn: the bridge sends a
+	// steering message as the next turn once the current one ends.
+	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
+	r.activeText(ch, "waiting")
+	_, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindSteering, ID: "s-1",
+		Message: wire.Message{Text: "echo steered", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}))
+	require.NoError(t, err)
+	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return len(s.Turns) == 2 })
+	require.NoError(t, err)
+	assert.Equal(t, "echo steered", st.Turns[1].Message.Text)
+	assert.Equal(t, wire.TurnStateComplete, st.Turns[1].State)
+	assert.Equal(t, "text:echo steered", acpTurnText(st.Turns[1].ResponseParts))
+	assert.Nil(t, st.SteeringMessage)
+}
+
 func TestACPCompletions(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
@@ -681,4 +763,57 @@ func TestACPAgentRequiresAuthentication(t *testing.T) {
 	require.NotNil(t, st.CreationError)
 	assert.Contains(t, st.CreationError.Message, "Authentication required", "the agent's words reach the user")
 	assert.Contains(t, st.CreationError.Message, "Script token", "the user learns how to authenticate")
+}
+
+func TestACPTerminalLimitAndKill(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	cwd := acpProjectDir(t)
+	ch := r.session("script", cwd)
+
+	turn := r.turn(ch, "terminal-limit 5 echo 0123456789")
+	assert.Equal(t, "exit=0 truncated=true output=6789\n", acpTurnText(turn.ResponseParts),
+		"output over outputByteLimit keeps its end")
+	turn = r.turn(ch, "terminal pwd")
+	assert.Equal(t, "exit=0 truncated=false output="+cwd+"\n", acpTurnText(turn.ResponseParts),
+		"commands run in the session's cwd")
+	turn = r.turn(ch, "terminal-kill")
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.True(t, strings.HasPrefix(acpTurnText(turn.ResponseParts), "killed signal="), acpTurnText(turn.ResponseParts))
+	assert.NotContains(t, acpTurnText(turn.ResponseParts), "signal= ", "a killed command reports its signal")
+	assert.Contains(t, acpTurnText(turn.ResponseParts), "exit=none")
+}
+
+func TestACPCreationFailures(t *testing.T) {
+	missing := acp.NewProvider(acp.Config{ID: "missing", Command: []string{"/nonexistent/agent-bin"}}, testLogger(t))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{acpScriptProvider(t, nil), missing}})
+	tests := []struct {
+		name, provider, cwd string
+		errorType, message  string
+	}{
+		{"relative cwd", "script", "relative/dir", "invalidWorkingDirectory", `workingDirectory "relative/dir" must be an absolute path`},
+		{"missing cwd", "script", "file:///nonexistent/dir", "agentError", "/nonexistent/dir"},
+		{"missing agent binary", "missing", "", "agentError", `starting agent "/nonexistent/agent-bin"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := client.NewSessionURI()
+			params := wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(tt.provider)}
+			if tt.cwd != "" {
+				params.WorkingDirectory = wire.Ptr(tt.cwd)
+			}
+			require.NoError(t, r.c.CreateSession(r.ctx(), params))
+			_, err := r.c.Subscribe(r.ctx(), ch)
+			require.NoError(t, err)
+			st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+			require.NoError(t, err)
+			assert.Equal(t, wire.SessionLifecycleCreationFailed, st.Lifecycle)
+			require.NotNil(t, st.CreationError)
+			assert.Equal(t, tt.errorType, st.CreationError.ErrorType)
+			assert.Contains(t, st.CreationError.Message, tt.message)
+		})
+	}
+	// The failures leave the working provider usable.
+	ch := r.session("script", acpProjectDir(t))
+	turn := r.turn(ch, "echo fine")
+	assert.Equal(t, "text:echo fine", acpTurnText(turn.ResponseParts))
 }

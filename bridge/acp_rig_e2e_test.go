@@ -21,7 +21,7 @@ import (
 // acpTimeout bounds every wait of the ACP end-to-end tests. It is generous
 // because the tests run under -race on a loaded two-core machine; a passing
 // test never waits for it.
-const acpTimeout = 60 * time.Second
+const acpTimeout = 90 * time.Second
 
 // acpRig is one bridge over ACP providers with one client connected to it.
 type acpRig struct {

@@ -565,32 +565,39 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// textSink collects a session's text chunks.
+// textSink collects a session's text chunks and its terminals' output
+// (what the bridge mirrors to AHP terminal channels).
 type textSink struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu       sync.Mutex
+	b        strings.Builder
+	terminal strings.Builder
 }
 
 func (s *textSink) Event(ev backend.Event) {
-	if tc, ok := ev.(backend.TextChunk); ok {
-		s.mu.Lock()
-		s.b.WriteString(tc.Text)
-		s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e := ev.(type) {
+	case backend.TextChunk:
+		s.b.WriteString(e.Text)
+	case backend.TerminalOutput:
+		s.terminal.WriteString(e.Data)
 	}
 }
 
-func (s *textSink) take() string {
+// take returns and forgets the text and the terminal output so far.
+func (s *textSink) take() (text, terminal string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.b.String()
+	text, terminal = s.b.String(), s.terminal.String()
 	s.b.Reset()
-	return out
+	s.terminal.Reset()
+	return text, terminal
 }
 
 // TestTerminalRunsInCwdAndIsCapped: an agent's terminal command runs in the
 // session's working directory, and its output is capped — at the agent's
-// outputByteLimit, which itself may not exceed 16 MiB — however much the
-// command prints.
+// outputByteLimit, which itself may not exceed 16 MiB, and at 4 MiB for
+// what is mirrored to AHP clients — however much the command prints.
 func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 	prov, _ := pidAgent(t, nil)
 	t.Cleanup(func() { _ = prov.Close(context.Background()) })
@@ -604,22 +611,34 @@ func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 
 	_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t1", Text: "terminal pwd"})
 	require.NoError(t, err)
-	assert.Equal(t, "exit=0 truncated=false output="+cwd+"\n", sink.take())
+	text, _ := sink.take()
+	assert.Equal(t, "exit=0 truncated=false output="+cwd+"\n", text)
 
+	const note = "\n[ahp-bridge: output beyond 4 MiB is not shown here]\n"
 	for _, tc := range []struct {
-		prompt string
-		want   int
+		prompt       string
+		want         int // bytes the agent gets
+		wantMirrored int // bytes shown to AHP clients, before the note
+		noted        bool
 	}{
-		// The scripted agent asks for 1 MiB: it gets the last 1 MiB of 3.
-		{"terminal head -c 3145728 /dev/zero | tr '\\0' x", 1 << 20},
-		// An agent asking for 1 GB still gets at most 16 MiB.
-		{"terminal-limit 1000000000 head -c 20971520 /dev/zero | tr '\\0' x", 16 << 20},
+		// The scripted agent asks for 1 MiB: it gets the last 1 MiB of 3;
+		// the clients see all 3.
+		{"terminal head -c 3145728 /dev/zero | tr '\\0' x", 1 << 20, 3 << 20, false},
+		// An agent asking for 1 GB still gets at most 16 MiB, and the
+		// clients see the first 4 MiB and a note.
+		{"terminal-limit 1000000000 head -c 20971520 /dev/zero | tr '\\0' x", 16 << 20, 4 << 20, true},
 	} {
 		_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t2", Text: tc.prompt})
 		require.NoError(t, err)
-		got := sink.take()
+		got, mirrored := sink.take()
 		require.True(t, strings.HasPrefix(got, "exit=0 truncated=true output="), "%.80s", got)
 		// Not assert.Len: a failure would print megabytes.
 		assert.Equal(t, tc.want, len(strings.TrimPrefix(got, "exit=0 truncated=true output=")), tc.prompt)
+		if tc.noted {
+			require.True(t, strings.HasSuffix(mirrored, note), "the mirrored output ends with the note")
+			mirrored = strings.TrimSuffix(mirrored, note)
+		}
+		assert.Equal(t, tc.wantMirrored, len(mirrored), tc.prompt)
+		assert.Equal(t, "", strings.Trim(mirrored, "x"), "only the command's output is mirrored")
 	}
 }

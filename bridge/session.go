@@ -372,6 +372,7 @@ func (s *session) cancelTurn(ctx context.Context, turnID string) {
 		s.gone = true
 		after = s.settleLocked(turnID)
 		be = s.be
+		s.clearActivityLocked()
 	}
 	s.mu.Unlock()
 	for _, f := range after {
@@ -381,6 +382,20 @@ func (s *session) cancelTurn(ctx context.Context, turnID string) {
 		if err := be.Cancel(ctx); err != nil {
 			s.log.Warn().Err(err).Msg("cancelling the agent's turn")
 		}
+	}
+}
+
+// clearActivityLocked clears the session's activity (the plan entry in
+// progress) when the clients cancelled the turn: the turn's own end actions,
+// which clear it on every other ending, are not dispatched for a turn the
+// clients already ended, and the reducer keeps the activity across turns.
+func (s *session) clearActivityLocked() {
+	set := false
+	s.b.host.ReadSession(s.channel, func(st *wire.SessionState) {
+		set = st.Summary.Activity != nil
+	})
+	if set {
+		s.dispatchLocked(wire.SessionActivityChangedAction{})
 	}
 }
 

@@ -129,6 +129,10 @@ type Machine struct {
 	CPUModel  string `json:"cpuModel"`
 	GoVersion string `json:"goVersion"`
 	OS        string `json:"os"`
+	// LoadBefore and LoadAfter are /proc/loadavg (1, 5, 15 minutes) when
+	// the run started and ended: other work on the machine skews figures.
+	LoadBefore string `json:"loadBefore"`
+	LoadAfter  string `json:"loadAfter"`
 }
 
 // Report is everything one Run measured.
@@ -186,6 +190,7 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 	}
 	want := func(s string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, s) }
 	rep := &Report{Started: time.Now().UTC(), Machine: machine()}
+	defer func() { rep.Machine.LoadAfter = loadAvg() }()
 	flow := func(name string, f func() (Flow, error)) error {
 		if !want(name) {
 			return nil
@@ -493,9 +498,22 @@ func startup(ctx context.Context, cfg Config) (*Startup, error) {
 	return &Startup{Runs: len(ds), MinMs: ms(ds[0]), MedianMs: ms(ds[len(ds)/2]), MaxMs: ms(ds[len(ds)-1])}, nil
 }
 
+// loadAvg returns the three load averages from /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
 // machine describes this computer from /proc/cpuinfo.
 func machine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	m := Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadBefore: loadAvg()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {

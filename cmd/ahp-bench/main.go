@@ -92,7 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // printTable writes the report as aligned text tables.
 func printTable(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "machine: %d cores, %s, %s, %s\n\n", r.Machine.Cores, r.Machine.CPUModel, r.Machine.OS, r.Machine.GoVersion)
+	fmt.Fprintf(w, "machine: %d cores, %s, %s, %s; load average %s at start, %s at end\n\n", r.Machine.Cores, r.Machine.CPUModel,
+		r.Machine.OS, r.Machine.GoVersion, r.Machine.LoadBefore, r.Machine.LoadAfter)
 	if len(r.Flows) > 0 {
 		fmt.Fprintf(w, "%-15s %5s %5s %7s %5s %6s %11s %8s %12s %9s %9s %9s %7s %7s %8s\n",
 			"scenario", "sess", "cli", "chunks", "bytes", "pace/s", "chunks/s", "MB/s", "aggr.chunk/s",

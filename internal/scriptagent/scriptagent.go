@@ -235,11 +235,12 @@ func (a *agent) notify(sessionID string, update map[string]any) {
 func (a *agent) call(method string, params any) (json.RawMessage, error) {
 	a.mu.Lock()
 	a.nextID++
-	id := strconv.Itoa(a.nextID)
+	n := a.nextID // read under mu: concurrent calls must not share an id
+	id := strconv.Itoa(n)
 	ch := make(chan message, 1)
 	a.pending[id] = ch
 	a.mu.Unlock()
-	a.write(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
+	a.write(map[string]any{"jsonrpc": "2.0", "id": n, "method": method, "params": params})
 	select {
 	case m := <-ch:
 		if m.Error != nil {

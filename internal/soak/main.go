@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,10 +198,10 @@ func run(cfg config) error {
 		}
 	}
 	sampleDone := make(chan struct{})
-	go func() { // the peak heap, sampled
+	go func() { // the peak heap, sampled, and progress every 10 s
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
-		for {
+		for i := 1; ; i++ {
 			select {
 			case <-sampleDone:
 				return
@@ -209,6 +210,10 @@ func run(cfg config) error {
 				runtime.ReadMemStats(&ms)
 				if ms.HeapAlloc > st.peakHeap.Load() {
 					st.peakHeap.Store(ms.HeapAlloc)
+				}
+				if i%20 == 0 {
+					fmt.Printf("soak: %v: %d turns done, %d reconnects, heap %s\n",
+						time.Since(start).Round(time.Second), st.turns.Load(), st.reconnects.Load(), mib(ms.HeapAlloc))
 				}
 			}
 		}
@@ -224,6 +229,7 @@ func run(cfg config) error {
 				}
 				if err := owner.turn(ctx, ch, n, st); err != nil {
 					st.fail(fmt.Errorf("session %d turn %d: %w", i, n, err))
+					dumpDiagnostics(h, ch, fmt.Sprintf("session-%d-turn-%d", i, n))
 					return
 				}
 			}
@@ -302,6 +308,23 @@ func run(cfg config) error {
 		return fmt.Errorf("heap did not return to baseline: %s at the start, %s after shutdown", mib(baseHeap), mib(finalHeap))
 	}
 	return nil
+}
+
+// dumpDiagnostics writes the host's state of a session whose turn failed
+// and every goroutine's stack to files in the temporary directory, for
+// the person who has to find out why.
+func dumpDiagnostics(h *host.Host, ch, name string) {
+	base := filepath.Join(os.TempDir(), "ahp-soak-"+name)
+	h.ReadSession(ch, func(s *wire.SessionState) {
+		if b, err := json.MarshalIndent(s.ActiveTurn, "", "  "); err == nil {
+			_ = os.WriteFile(base+".active-turn.json", b, 0o644)
+		}
+	})
+	if f, err := os.Create(base + ".goroutines.txt"); err == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+		_ = f.Close()
+	}
+	fmt.Fprintf(os.Stderr, "soak: diagnostics in %s.*\n", base)
 }
 
 func waitFor(cond func() bool, timeout time.Duration) {
@@ -391,7 +414,7 @@ func (s *soakClient) turn(ctx context.Context, ch string, n int, st *stats) erro
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c := s.c
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	turnID := client.NewUUID()
 	if _, err := c.DispatchAction(tctx, ch, wire.Action(&wire.SessionTurnStartedAction{
