@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
@@ -41,6 +43,13 @@ func FuzzFrameMapping(f *testing.F) {
 		f.Add(bytes.Join(lines, []byte("\n")))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Go's fuzzer has no per-input time limit: a hang would only show
+		// as a stalled exec count. Fail loudly with every stack instead.
+		stop := time.AfterFunc(10*time.Second, func() {
+			buf := make([]byte, 1<<20)
+			panic(fmt.Sprintf("input %q still running after 10s:\n%s", data, buf[:runtime.Stack(buf, true)]))
+		})
+		defer stop.Stop()
 		n := 0
 		turn := mapping.NewTurn("t1", func() string { n++; return fmt.Sprintf("id-%d", n) })
 		ts := newTurnState("turn-1")

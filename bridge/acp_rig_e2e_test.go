@@ -43,7 +43,10 @@ type acpRigOptions struct {
 // real subprocess (`ahp-bridge demo-agent`) under the id "script".
 func acpScriptProvider(t *testing.T, configure func(*acp.Config)) *acp.Provider {
 	t.Helper()
-	cfg := acp.Config{ID: "script", DisplayName: "Script agent", Command: []string{bridgetest.Binary(t), "demo-agent"}}
+	// CoalesceText as `ahp-bridge serve` sets it: without it a flood is one
+	// envelope per chunk, and a test client that reduces more slowly than
+	// the bridge sequences is dropped as a slow reader (docs/performance.md).
+	cfg := acp.Config{ID: "script", DisplayName: "Script agent", Command: []string{bridgetest.Binary(t), "demo-agent"}, CoalesceText: true}
 	if configure != nil {
 		configure(&cfg)
 	}

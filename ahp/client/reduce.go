@@ -12,7 +12,7 @@ func (c *Client) reduce(cs *channelState, action wire.StateAction) {
 	clock := func() int64 { return c.opts.Now().UnixMilli() }
 	switch {
 	case cs.session != nil:
-		reducer.Session(cs.session, action, clock)
+		cs.stream.Session(cs.session, action, clock)
 	case cs.root != nil:
 		reducer.Root(cs.root, action, clock)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -44,6 +45,9 @@ type channelState struct {
 	// arrived yet; envelopes that arrive in that window wait in early.
 	subscribing bool
 	early       []*wire.ActionEnvelope
+	// stream reduces streamed text in amortised O(1) instead of copying
+	// the whole part per delta (docs/performance.md).
+	stream reducer.Streaming
 }
 
 // handleNotification runs on the reader goroutine.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -44,6 +45,10 @@ type channel struct {
 	session  *wire.SessionState
 	terminal *wire.TerminalState
 	removed  bool
+
+	// stream reduces the session's text deltas in amortised O(1)
+	// (docs/performance.md); it is only used under mu.
+	stream reducer.Streaming
 
 	// deferred holds client model/agent changes received while a turn was
 	// active; they are applied when the turn ends (spec: Server Validation
@@ -134,6 +139,9 @@ type envelopeOut struct {
 	ServerSeq       int64              `json:"serverSeq"`
 	Origin          *wire.ActionOrigin `json:"origin,omitempty"`
 	RejectionReason string             `json:"rejectionReason,omitempty"`
+	// trusted: Action was produced by encodeAction (json.Marshal or the
+	// equivalent fast path), so it need not be validated again.
+	trusted bool
 }
 
 // actionFramePrefix precedes the envelope in an `action` notification.
@@ -144,13 +152,10 @@ const actionFramePrefix = `{"jsonrpc":"2.0","method":"action","params":`
 // spliced in verbatim (it was produced by json.Marshal or validated by the
 // decoder), which keeps the one encoding per envelope cheap.
 func (h *Host) encodeEnvelope(e *envelopeOut) (frame, env []byte, err error) {
-	if !json.Valid(e.Action) {
+	if !e.trusted && !json.Valid(e.Action) {
 		return nil, nil, fmt.Errorf("encoding the action envelope for %s: the action is not valid JSON", e.Channel)
 	}
-	ch, err := json.Marshal(e.Channel)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encoding the action envelope for %s: %w", e.Channel, err)
-	}
+	ch := appendJSONString(nil, e.Channel)
 	var origin, reason []byte
 	if e.Origin != nil {
 		if origin, err = json.Marshal(e.Origin); err != nil {
@@ -194,7 +199,7 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 	defer h.mu.Unlock()
 	h.seq++
 	seq := h.seq
-	frame, env, err := h.encodeEnvelope(&envelopeOut{Channel: ch.uri, Action: actionJSON, ServerSeq: seq, Origin: origin})
+	frame, env, err := h.encodeEnvelope(&envelopeOut{Channel: ch.uri, Action: actionJSON, ServerSeq: seq, Origin: origin, trusted: true})
 	if err != nil {
 		// actionJSON was produced by json.Marshal, so this cannot fail;
 		// keep the sequence gap-free anyway by recording what we have.

@@ -28,12 +28,10 @@ type conn struct {
 	tc  Conn
 	log zerolog.Logger
 
-	// out is the bounded outbound queue drained by writeLoop.
-	out chan outFrame
-
 	killOnce sync.Once
-	kill     chan struct{} // closed when the connection must end
-	reason   string        // why; written once before kill is closed
+	kill     chan struct{}  // closed when the connection must end
+	closing  sync.WaitGroup // the transport Close started by terminate
+	reason   string         // why; written once before kill is closed
 
 	// Handshake state, written by the read loop under h.mu, read by
 	// other goroutines under h.mu.
@@ -47,10 +45,16 @@ type conn struct {
 	subs map[string]*channel
 
 	// qmu guards the queue hand-off state below.
-	qmu     sync.Mutex
-	dead    bool     // no more frames are accepted
-	holding bool     // frames are parked in held (see hold)
-	held    [][]byte // frames parked while holding
+	qmu sync.Mutex
+	// queue is the bounded outbound queue (at most qcap frames) drained
+	// by writeLoop. A slice, not a buffered channel, so that an idle
+	// connection holds no queue memory (docs/performance.md).
+	queue   []outFrame
+	qcap    int
+	wake    chan struct{} // capacity 1: tells writeLoop that frames were queued
+	dead    bool          // no more frames are accepted
+	holding bool          // frames are parked in held (see hold)
+	held    [][]byte      // frames parked while holding
 
 	reqWG   sync.WaitGroup // asynchronous requests still running
 	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
@@ -66,7 +70,7 @@ func (c *conn) send(frame []byte) {
 		return
 	}
 	if c.holding {
-		if len(c.held) >= cap(c.out) {
+		if len(c.held) >= c.qcap {
 			c.overflowLocked()
 			return
 		}
@@ -118,17 +122,35 @@ func (c *conn) release(first []byte) {
 }
 
 func (c *conn) pushLocked(f outFrame) {
-	select {
-	case c.out <- f:
-	default:
+	if len(c.queue) >= c.qcap {
 		c.overflowLocked()
+		return
 	}
+	c.queue = append(c.queue, f)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeQueued removes and returns every queued frame, reusing spare (whose
+// contents are done with) as the next queue.
+func (c *conn) takeQueued(spare []outFrame) []outFrame {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return c.takeQueuedLocked(spare)
+}
+
+func (c *conn) takeQueuedLocked(spare []outFrame) []outFrame {
+	out := c.queue
+	c.queue = spare[:0]
+	return out
 }
 
 func (c *conn) overflowLocked() {
 	c.dead = true
 	c.h.stats.slowClosed.Add(1)
-	reason := "the client is not reading fast enough: its outbound queue of " + itoa(cap(c.out)) + " messages is full"
+	reason := "the client is not reading fast enough: its outbound queue of " + itoa(c.qcap) + " messages is full"
 	c.log.Warn().Str("reason", reason).Msg("dropping a slow AHP connection; it may reconnect and replay")
 	c.terminate(reason)
 }
@@ -139,16 +161,38 @@ func (c *conn) terminate(reason string) {
 		c.reason = reason
 		c.log.Info().Str("reason", reason).Msg("closing AHP connection")
 		close(c.kill)
+		// Close the transport now, from a goroutine (terminate may run
+		// under qmu, and Close may block briefly): a writer blocked on a
+		// slow peer and the read loop both return at once. ServeConn
+		// waits for it.
+		if c.tc != nil {
+			c.closing.Add(1)
+			go func() {
+				defer c.closing.Done()
+				_ = c.tc.Close()
+			}()
+		}
 	})
 }
 
-// writeLoop writes queued frames in order until the connection ends.
+// writeLoop writes queued frames in order until the connection ends. It
+// takes everything queued at once, so a burst costs one hand-off.
 func (c *conn) writeLoop() {
+	var batch []outFrame
 	for {
 		select {
 		case <-c.kill:
 			return
-		case f := <-c.out:
+		case <-c.wake:
+		}
+		batch = c.takeQueued(batch)
+		for i, f := range batch {
+			batch[i] = outFrame{} // the writer is done with it after this
+			select {
+			case <-c.kill:
+				return
+			default:
+			}
 			if f.b != nil {
 				c.h.wireLog("out", f.b)
 				if err := c.tc.WriteMessage(f.b); err != nil {
@@ -160,6 +204,9 @@ func (c *conn) writeLoop() {
 				c.terminate(f.closeAfter)
 				return
 			}
+		}
+		if cap(batch) > 64 {
+			batch = nil // an idle connection keeps no large queue
 		}
 	}
 }

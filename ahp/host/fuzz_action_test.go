@@ -34,7 +34,7 @@ func FuzzClientActions(f *testing.F) {
 		h := New(Options{Agents: []wire.AgentInfo{{Provider: "fake", Models: []wire.SessionModelInfo{}}}, OutboundQueue: 1 << 14,
 			Clock: func() int64 { return 1 }})
 		defer h.Close()
-		c := &conn{h: h, id: 1, tc: nopConn{}, out: make(chan outFrame, 1<<14), kill: make(chan struct{}),
+		c := &conn{h: h, id: 1, tc: nopConn{}, wake: make(chan struct{}, 1), qcap: 1 << 14, kill: make(chan struct{}),
 			subs: map[string]*channel{}, initialized: true, clientID: "fuzz", version: ProtocolVersion030}
 		h.conns[c] = struct{}{}
 		const uri = "ahp-session:/f"
@@ -55,8 +55,7 @@ func FuzzClientActions(f *testing.F) {
 
 		last := int64(0)
 		checkOut := func() {
-			for len(c.out) > 0 {
-				fr := <-c.out
+			for _, fr := range c.takeQueued(nil) {
 				if !json.Valid(fr.b) {
 					t.Fatalf("queued invalid JSON %q", fr.b)
 				}

@@ -23,7 +23,7 @@ func FuzzFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		h := New(Options{Agents: []wire.AgentInfo{{Provider: "fake", Models: []wire.SessionModelInfo{}}}, OutboundQueue: 4096})
 		defer h.Close()
-		c := &conn{h: h, id: 1, tc: nopConn{}, out: make(chan outFrame, 4096), kill: make(chan struct{}),
+		c := &conn{h: h, id: 1, tc: nopConn{}, wake: make(chan struct{}, 1), qcap: 4096, kill: make(chan struct{}),
 			subs: map[string]*channel{}, initialized: true, clientID: "fuzz", version: ProtocolVersion030}
 		h.conns[c] = struct{}{}
 		// A session with an active turn gives dispatchAction something to chew on.
@@ -31,17 +31,14 @@ func FuzzFrame(f *testing.F) {
 		if _, err := h.Dispatch("ahp-session:/f", wire.Action(&wire.SessionReadyAction{})); err != nil {
 			t.Fatal(err)
 		}
-		for len(c.out) > 0 {
-			<-c.out
-		}
+		c.takeQueued(nil)
 
 		h.handleFrame(context.Background(), c, frame)
 		if n := h.stats.panics.Load(); n != 0 {
 			t.Fatalf("handling %q panicked", frame)
 		}
 		answered := false
-		for len(c.out) > 0 {
-			f := <-c.out
+		for _, f := range c.takeQueued(nil) {
 			if !json.Valid(f.b) {
 				t.Fatalf("queued invalid JSON %q for input %q", f.b, frame)
 			}

@@ -247,7 +247,8 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		h:    h,
 		id:   h.nextConn,
 		tc:   tc,
-		out:  make(chan outFrame, h.opts.OutboundQueue),
+		qcap: h.opts.OutboundQueue,
+		wake: make(chan struct{}, 1),
 		kill: make(chan struct{}),
 		subs: make(map[string]*channel),
 	}
@@ -257,24 +258,19 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Whatever ends the connection calls terminate, which closes the
+	// transport and so unblocks the read loop below. The contexts are
+	// watched with AfterFunc rather than by a goroutine per connection
+	// (idle connections must be cheap, docs/performance.md).
+	stopConnCtx := context.AfterFunc(cctx, func() { c.terminate("the connection's context ended") })
+	defer stopConnCtx()
+	stopHostCtx := context.AfterFunc(h.ctx, func() { c.terminate("the server is shutting down") })
+	defer stopHostCtx()
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(1)
 	go func() {
 		defer loops.Done()
 		c.writeLoop()
-	}()
-	go func() {
-		// The closer: whatever ends the connection, closing the transport
-		// unblocks the read loop below.
-		defer loops.Done()
-		select {
-		case <-c.kill:
-		case <-cctx.Done():
-			c.terminate("the connection's context ended")
-		case <-h.ctx.Done():
-			c.terminate("the server is shutting down")
-		}
-		_ = tc.Close()
 	}()
 
 	var readErr error
@@ -305,6 +301,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 	}
 	cancel()
 	loops.Wait()
+	c.closing.Wait()
 	c.reqWG.Wait()
 	h.dropConn(c)
 	select {

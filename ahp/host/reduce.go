@@ -22,7 +22,7 @@ func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
 	case chanRoot:
 		reducer.Root(ch.root, a, clock)
 	case chanSession:
-		reducer.Session(ch.session, a, clock)
+		ch.stream.Session(ch.session, a, clock)
 	case chanTerminal:
 		reducer.Terminal(ch.terminal, a, clock)
 	default:

@@ -64,20 +64,25 @@ func checkScope(ch *channel, a wire.StateAction) error {
 // sequences and broadcasts it, and announces any session summary change
 // on the root channel. Called with ch.mu held.
 func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionOrigin, sender *conn) (int64, error) {
-	actionJSON, err := json.Marshal(a)
+	actionJSON, err := encodeAction(a)
 	if err != nil {
 		return 0, fmt.Errorf("host: encoding action %s for %s: %w", a.Type(), ch.uri, err)
 	}
-	var before map[string]json.RawMessage
+	// The summary before the action, by value. The reducer replaces the
+	// summary's pointer members rather than writing through them, so this
+	// shallow copy stays the true "before", and comparing it with == finds
+	// the common case — no change, e.g. every streamed delta — without
+	// encoding the summary twice per action.
+	var before wire.SessionSummary
 	if ch.kind == chanSession {
-		before = summaryFields(&ch.session.Summary)
+		before = ch.session.Summary
 	}
 	if err := h.reduce(ch, a); err != nil {
 		return 0, fmt.Errorf("host: applying %s to %s: %w", a.Type(), ch.uri, err)
 	}
 	var extra func(int64)
-	if ch.kind == chanSession {
-		if changes := h.summaryChanges(ch, before); changes != nil {
+	if ch.kind == chanSession && before != ch.session.Summary {
+		if changes := h.summaryChanges(ch, summaryFields(&before)); changes != nil {
 			params := map[string]any{"channel": RootURI, "session": ch.uri, "changes": changes}
 			extra = func(int64) { h.broadcastRootLocked("root/sessionSummaryChanged", params) }
 		}
