@@ -519,7 +519,8 @@ func (a *agentProc) routeUpdate(params json.RawMessage) {
 		return
 	}
 	if len(q) >= maxOrphanUpdates {
-		a.log.Warn().Str("acp_session", n.SessionID).Msg("dropped a session/update for a session not yet open")
+		// Debug, not Warn: a flood for a closed session would flood the log.
+		a.log.Debug().Str("acp_session", n.SessionID).Msg("dropped a session/update for a session not yet open")
 		return
 	}
 	a.orphans[n.SessionID] = append(q, upd)
