@@ -3,14 +3,16 @@ module github.com/ahp-bridge/ahp-bridge
 go 1.24
 
 require (
-	github.com/coder/acp-go-sdk v0.13.5 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/coder/acp-go-sdk v0.13.5
+	github.com/gorilla/websocket v1.5.3
+	github.com/rs/zerolog v1.35.1
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.29.0
+)
+
+require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/rs/zerolog v1.35.1 // indirect
-	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.29.0 // indirect
 )
