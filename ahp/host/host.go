@@ -36,7 +36,7 @@ const RootURI = "ahp-root://"
 // Defaults applied by New for zero Options fields.
 const (
 	DefaultReplayBuffer            = 4096
-	DefaultOutboundQueue           = 1024
+	DefaultOutboundQueue           = 8192
 	DefaultMaxSubscriptionsPerConn = 1024
 	DefaultMaxSessions             = 1024
 	DefaultMaxPendingRequests      = 64
@@ -50,7 +50,11 @@ type Options struct {
 	// `reconnect` replay (default 4096).
 	ReplayBuffer int
 	// OutboundQueue is the per-connection outbound queue length in
-	// messages (default 1024). A connection whose queue overflows is closed.
+	// messages (default 8192: well under a second of a fast agent's stream,
+	// enough to ride out a network hiccup; the frames are shared with the
+	// other connections, so a full queue costs little of its own). A
+	// connection whose queue overflows is closed; it can reconnect and
+	// replay.
 	OutboundQueue int
 	// Clock returns the current time in Unix milliseconds (default
 	// time.Now); used for timestamps in state.

@@ -50,6 +50,12 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 		log = log.Level(zerolog.DebugLevel)
 	}
 	hopts := opts.Host
+	if hopts.OutboundQueue == 0 {
+		// In-process clients decode slower than the host encodes under
+		// -race on a loaded machine; only tests about slow clients should
+		// see one dropped, and they set a small queue themselves.
+		hopts.OutboundQueue = 1 << 16
+	}
 	hopts.Logger = log.With().Str("component", "host").Logger()
 	h := host.New(hopts)
 	b := bridge.New(providers, bridge.Options{Approve: opts.Approve, Logger: log.With().Str("component", "bridge").Logger()})
