@@ -700,3 +700,24 @@ func TestCancelBeforePromptIsSent(t *testing.T) {
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
 	assert.Empty(t, rec.text())
 }
+
+// TestFileServicesRefuseDeviceFiles uses /dev as the session's working
+// directory, so a real device node is inside the confinement and only the
+// device check can refuse it (creating a node would need root).
+func TestFileServicesRefuseDeviceFiles(t *testing.T) {
+	p := scriptProvider(t, nil)
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := p.OpenSession(ctx, backend.SessionOptions{SessionID: "0123456789abcdef", Cwd: "/dev"}, rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	for _, tc := range []string{"read null", "read zero", "write null x"} {
+		t.Run(tc, func(t *testing.T) {
+			rec.reset()
+			r := prompt(t, s, tc)
+			require.NoError(t, r.err)
+			assert.Contains(t, rec.text(), "not a regular file")
+		})
+	}
+}
