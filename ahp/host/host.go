@@ -292,6 +292,10 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		// The server ended the connection (slow reader, failed
 		// negotiation, shutdown); the read error is only its echo.
 		readErr = nil
+		// kill is closed inside terminate's Once; this call returns only
+		// when that Once has finished, so its closing.Add happens before
+		// the closing.Wait below (and c.reason is set).
+		c.terminate("")
 		if h.ctx.Err() == nil && ctx.Err() == nil {
 			readErr = fmt.Errorf("host: the server closed the connection: %s", c.reason)
 		}
