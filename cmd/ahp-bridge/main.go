@@ -33,6 +33,7 @@ const usage = `usage:
                     [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]... [--config FILE]
                     [--approve ask|all|reads|none] [--replay-buffer N]
                     [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
+                    [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N] [--max-pending-requests N]
   ahp-bridge client URL [--provider ID] [--cwd DIR] [--session URI] [--approve-all|--deny-all] [--json] PROMPT...
   ahp-bridge demo
   ahp-bridge version
