@@ -168,3 +168,25 @@ func TestClientDispatchable(t *testing.T) {
 	assert.False(t, ClientDispatchable("session/fromTheFuture"))
 	assert.False(t, ClientDispatchable(""))
 }
+
+func TestToolCallAccessors(t *testing.T) {
+	tests := []struct {
+		name        string
+		state       wire.ToolCallState
+		id, display string
+		known       bool
+	}{
+		{"running", wire.NewToolCallState(&wire.ToolCallRunningState{ToolCallID: "a", DisplayName: "Run"}), "a", "Run", true},
+		{"completed", wire.NewToolCallState(&wire.ToolCallCompletedState{ToolCallID: "b", DisplayName: "Done"}), "b", "Done", true},
+		{"unknown variant", wire.ToolCallState{Value: json.RawMessage(`{"status":"_future","toolCallId":"c","displayName":"X"}`)}, "c", "", true},
+		{"empty", wire.ToolCallState{}, "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, ok := ToolCallID(tt.state)
+			assert.Equal(t, tt.known, ok)
+			assert.Equal(t, tt.id, id)
+			assert.Equal(t, tt.display, ToolCallDisplayName(tt.state))
+		})
+	}
+}

@@ -71,6 +71,13 @@ func ToolCallID(tc wire.ToolCallState) (string, bool) {
 	return "", false
 }
 
+// ToolCallDisplayName returns the display name of a tool call in any known
+// state ("" for a state this package does not know).
+func ToolCallDisplayName(tc wire.ToolCallState) string {
+	b, _ := baseOf(tc)
+	return b.DisplayName
+}
+
 // FindToolCall returns the tool call toolCallID of the active turn turnID
 // and its status, for validating client actions (e.g. a confirmation must
 // target a pending-confirmation tool call of the active turn). ok is false

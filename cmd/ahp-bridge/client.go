@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -669,19 +670,10 @@ func startLineReader(r io.Reader, stop <-chan struct{}) <-chan string {
 	return lines
 }
 
-// toolCallID and toolCallDisplayName read the common fields of any
-// tool-call state variant.
-func toolCallID(s wire.ToolCallState) string { return toolCallHead(s).ToolCallID }
-
-func toolCallDisplayName(s wire.ToolCallState) string { return toolCallHead(s).DisplayName }
-
-func toolCallHead(s wire.ToolCallState) (head struct {
-	ToolCallID  string `json:"toolCallId"`
-	DisplayName string `json:"displayName"`
-}) {
-	b, err := json.Marshal(s)
-	if err == nil {
-		_ = json.Unmarshal(b, &head)
-	}
-	return head
+// toolCallID reads the id of any tool-call state variant.
+func toolCallID(s wire.ToolCallState) string {
+	id, _ := reducer.ToolCallID(s)
+	return id
 }
+
+func toolCallDisplayName(s wire.ToolCallState) string { return reducer.ToolCallDisplayName(s) }
