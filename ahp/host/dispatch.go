@@ -401,24 +401,9 @@ func (h *Host) createSession(ctx context.Context, c *conn, m *inMessage, uri str
 		h.reply(c, m.id, nil, Errorf(CodeInvalidParams, "forking sessions is not supported by this server"))
 		return
 	}
-	var provider string
-	var providers []string
-	h.ReadRoot(func(r *wire.RootState) {
-		for _, a := range r.Agents {
-			providers = append(providers, a.Provider)
-		}
-	})
-	switch {
-	case p.Provider != nil && *p.Provider != "":
-		provider = *p.Provider
-		if !slices.Contains(providers, provider) {
-			h.reply(c, m.id, nil, Errorf(CodeProviderNotFound, "no agent for provider %q; this server has [%s]", provider, strings.Join(providers, ", ")))
-			return
-		}
-	case len(providers) > 0:
-		provider = providers[0]
-	default:
-		h.reply(c, m.id, nil, Errorf(CodeProviderNotFound, "no agent providers are configured on this server"))
+	provider, perr := h.pickProvider(p.Provider)
+	if perr != nil {
+		h.reply(c, m.id, nil, perr)
 		return
 	}
 	h.mu.Lock()
@@ -723,23 +708,33 @@ func (h *Host) resolveSessionConfig(ctx context.Context, c *conn, m *inMessage) 
 		h.reply(c, m.id, nil, err)
 		return
 	}
+	provider, perr := h.pickProvider(p.Provider)
+	if perr != nil && p.Provider != nil && *p.Provider != "" {
+		h.reply(c, m.id, nil, perr)
+		return
+	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	h.reply(c, m.id, wire.ResolveSessionConfigResult{Schema: cfg.Schema, Values: cfg.Values}, nil)
+}
+
+// pickProvider returns the provider a command names, or the first agent of
+// the root state when it names none.
+func (h *Host) pickProvider(requested *string) (string, *Error) {
 	var providers []string
 	h.ReadRoot(func(r *wire.RootState) {
 		for _, a := range r.Agents {
 			providers = append(providers, a.Provider)
 		}
 	})
-	provider := ""
 	switch {
-	case p.Provider != nil && *p.Provider != "":
-		provider = *p.Provider
-		if !slices.Contains(providers, provider) {
-			h.reply(c, m.id, nil, Errorf(CodeProviderNotFound, "no agent for provider %q; this server has [%s]", provider, strings.Join(providers, ", ")))
-			return
+	case requested != nil && *requested != "":
+		if !slices.Contains(providers, *requested) {
+			return "", Errorf(CodeProviderNotFound, "no agent for provider %q; this server has [%s]", *requested, strings.Join(providers, ", "))
 		}
+		return *requested, nil
 	case len(providers) > 0:
-		provider = providers[0]
+		return providers[0], nil
+	default:
+		return "", Errorf(CodeProviderNotFound, "no agent providers are configured on this server")
 	}
-	cfg := h.resolveConfig(ctx, provider, p.Config)
-	h.reply(c, m.id, wire.ResolveSessionConfigResult{Schema: cfg.Schema, Values: cfg.Values}, nil)
 }
