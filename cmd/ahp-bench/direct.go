@@ -62,30 +62,11 @@ func (d *directClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalE
 // CPU, so they compare with the bridge process's figures.
 func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, procUsage, time.Duration, error) {
 	var zero procUsage
-	cmd := exec.CommandContext(ctx, bin, "demo-agent")
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, stdout, stop, err := startFloodAgent(ctx, bin)
 	if err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
+		return nil, zero, 0, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent %s demo-agent: %w", bin, err)
-	}
-	defer func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer stop()
 	dc := &directClient{counter: newCounter(want)}
 	conn := sdk.NewClientSideConnection(dc, stdin, stdout)
 	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
@@ -137,30 +118,11 @@ func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, pro
 // every update to the counter inline instead of through the queue.
 func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter, procUsage, time.Duration, error) {
 	var zero procUsage
-	cmd := exec.CommandContext(ctx, bin, "demo-agent")
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, stdout, stop, err := startFloodAgent(ctx, bin)
 	if err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
+		return nil, zero, 0, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent: %w", err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, zero, 0, fmt.Errorf("starting the agent %s demo-agent: %w", bin, err)
-	}
-	defer func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer stop()
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, zero, 0, err
@@ -250,4 +212,32 @@ func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter
 	}
 	after.CPU -= self.CPU
 	return &dc.counter, after, agentAfter.CPU - agentBefore.CPU, nil
+}
+
+// startFloodAgent starts `bin demo-agent` with pipes; stop closes its stdin
+// and waits for it, killing it after five seconds.
+func startFloodAgent(ctx context.Context, bin string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout io.ReadCloser, stop func(), err error) {
+	cmd = exec.CommandContext(ctx, bin, "demo-agent")
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("starting the agent: %w", err)
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("starting the agent: %w", err)
+	}
+	cmd.Stderr = io.Discard
+	if err = cmd.Start(); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("starting the agent %s demo-agent: %w", bin, err)
+	}
+	stop = func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	return cmd, stdin, stdout, stop, nil
 }
