@@ -126,19 +126,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.wg.Add(1)
 	h.mu.Unlock()
-	defer h.wg.Done()
 	wsc, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		h.wg.Done()
 		// Upgrade has already answered the request with an HTTP error.
 		log.Warn().Err(err).Msg("WebSocket upgrade failed")
 		return
 	}
 	c := newConn(wsc, h.opts)
-	defer c.Close()
 	log.Debug().Msg("WebSocket connection accepted")
-	if err := h.srv.ServeConn(h.ctx, c); err != nil && !errors.Is(err, context.Canceled) {
-		log.Debug().Err(err).Msg("WebSocket connection ended")
-	}
+	// Serve the connection from a goroutine of our own and let net/http's
+	// request goroutine end: it would otherwise keep the request, the
+	// response and their buffers (several KiB) alive for the whole life of
+	// the connection, which is most of what an idle client costs.
+	remote := r.RemoteAddr
+	go func() {
+		defer h.wg.Done()
+		defer c.Close()
+		if err := h.srv.ServeConn(h.ctx, c); err != nil && !errors.Is(err, context.Canceled) {
+			h.opts.Logger.Debug().Str("remote", remote).Err(err).Msg("WebSocket connection ended")
+		}
+	}()
 }
 
 // Close stops every connection served by h and waits for them to end.
