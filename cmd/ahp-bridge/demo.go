@@ -133,15 +133,17 @@ func demoConversation(ctx context.Context, url, dir string, stdin io.Reader, std
 	interactive := isTerminal(stdin)
 	fmt.Fprintf(stdout, "ahp-bridge demo — a bridge is running at %s\n", url)
 	fmt.Fprintf(stdout, "Join this session from another terminal while it runs:\n  ahp-bridge client '%s' --session %s 'and then?'\n\n", url, channel)
-	fmt.Fprintf(stdout, "You: %s\n\n", demoPrompt)
 
 	if !interactive {
+		fmt.Fprintf(stdout, "(No terminal to ask: a second client, demo-auto-approver, approves each tool call after %d seconds.)\n\n", int(demoCountdown/time.Second))
 		// Nobody to ask: a second client approves after a countdown, which
 		// also shows two clients sharing one session.
 		approverCtx, stopApprover := context.WithCancel(ctx)
 		defer stopApprover()
-		go autoApprove(approverCtx, url, channel, stdout, log)
+		go autoApprove(approverCtx, url, channel, log)
 	}
+
+	fmt.Fprintf(stdout, "You: %s\n\n", demoPrompt)
 
 	sio := sessionIO{
 		Stdin:       stdin,
@@ -163,7 +165,7 @@ func demoConversation(ctx context.Context, url, dir string, stdin io.Reader, std
 
 // autoApprove is the demo's second client: it approves each tool call that
 // waits for confirmation after a short, visible countdown.
-func autoApprove(ctx context.Context, url, channel string, stdout io.Writer, log zerolog.Logger) {
+func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 	c, err := client.Dial(ctx, url, client.Options{ClientID: "demo-auto-approver"})
 	if err != nil {
 		log.Warn().Err(err).Msg("demo auto-approver could not connect")
@@ -199,7 +201,6 @@ func autoApprove(ctx context.Context, url, channel string, stdout io.Writer, log
 			return
 		}
 		approved[toolCallID] = true
-		fmt.Fprintf(stdout, "  (no terminal to ask: approving in %d seconds…)\n", int(demoCountdown/time.Second))
 		select {
 		case <-time.After(demoCountdown):
 		case <-ctx.Done():

@@ -377,7 +377,7 @@ func alive(pid int) bool {
 func TestDemoCompletesNonInteractively(t *testing.T) {
 	code, out, errOut := runBin(t, 90*time.Second, "", "demo")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	for _, want := range []string{"READY", "Thinking", "approving in", "approved by demo-auto-approver", "Demo project", "Plan", "Demo complete"} {
+	for _, want := range []string{"READY", "Thinking", "approves each tool call after 3 seconds", "approved by demo-auto-approver", "Demo project", "Plan", "Demo complete"} {
 		if want == "READY" {
 			assert.Contains(t, out, "a bridge is running at ws://127.0.0.1:")
 			continue

@@ -106,6 +106,11 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 		}
 	case *wire.SessionInputCompletedAction:
 		r.line("  ✓ input %s%s", a.Response, r.bySuffix(env))
+	case *wire.SessionActivityChangedAction:
+		// What the agent is doing now, e.g. the plan step in progress.
+		if a.Activity != nil && *a.Activity != "" {
+			r.line("… %s", oneLine(*a.Activity))
+		}
 	}
 }
 
