@@ -13,6 +13,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
@@ -149,21 +150,8 @@ func acpToolCall(t *testing.T, parts []wire.ResponsePart, id string) any {
 }
 
 func acpToolCallID(s wire.ToolCallState) string {
-	switch v := s.Value.(type) {
-	case *wire.ToolCallStreamingState:
-		return v.ToolCallID
-	case *wire.ToolCallPendingConfirmationState:
-		return v.ToolCallID
-	case *wire.ToolCallRunningState:
-		return v.ToolCallID
-	case *wire.ToolCallPendingResultConfirmationState:
-		return v.ToolCallID
-	case *wire.ToolCallCompletedState:
-		return v.ToolCallID
-	case *wire.ToolCallCancelledState:
-		return v.ToolCallID
-	}
-	return ""
+	id, _ := reducer.ToolCallID(s)
+	return id
 }
 
 // pendingTool waits until the active turn has a tool call pending

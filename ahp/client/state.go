@@ -342,3 +342,20 @@ func actionType(a wire.StateAction) string {
 	}
 	return fmt.Sprintf("(action %T)", a.Value)
 }
+
+// PendingConfirmations returns the ids of the active turn's tool calls that
+// wait for a client's confirmation, in response-part order.
+func PendingConfirmations(s *wire.SessionState) []string {
+	if s == nil || s.ActiveTurn == nil {
+		return nil
+	}
+	var ids []string
+	for _, p := range s.ActiveTurn.ResponseParts {
+		if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
+			if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
+				ids = append(ids, pc.ToolCallID)
+			}
+		}
+	}
+	return ids
+}

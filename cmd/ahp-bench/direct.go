@@ -80,11 +80,7 @@ func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, pro
 	if err != nil {
 		return nil, zero, 0, fmt.Errorf("creating an ACP session: %w", err)
 	}
-	self, err := readProc(os.Getpid())
-	if err != nil {
-		return nil, zero, 0, err
-	}
-	agentBefore, err := readProc(cmd.Process.Pid)
+	usage, err := startDirectUsage(cmd.Process.Pid)
 	if err != nil {
 		return nil, zero, 0, err
 	}
@@ -96,16 +92,11 @@ func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, pro
 	case <-time.After(5 * time.Second):
 		return nil, zero, 0, fmt.Errorf("the ACP client saw %d of %d chunks", dc.chunks, want)
 	}
-	after, err := readProc(os.Getpid())
+	after, agentCPU, err := usage.end()
 	if err != nil {
 		return nil, zero, 0, err
 	}
-	agentAfter, err := readProc(cmd.Process.Pid)
-	if err != nil {
-		return nil, zero, 0, err
-	}
-	after.CPU -= self.CPU
-	return &dc.counter, after, agentAfter.CPU - agentBefore.CPU, nil
+	return &dc.counter, after, agentCPU, nil
 }
 
 // runDirectLines is the unpaced floor. acp-go-sdk's ClientSideConnection
@@ -185,11 +176,7 @@ func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter
 	if err := json.Unmarshal(res, &sess); err != nil {
 		return nil, zero, 0, fmt.Errorf("decoding the session/new result: %w", err)
 	}
-	self, err := readProc(os.Getpid())
-	if err != nil {
-		return nil, zero, 0, err
-	}
-	agentBefore, err := readProc(cmd.Process.Pid)
+	usage, err := startDirectUsage(cmd.Process.Pid)
 	if err != nil {
 		return nil, zero, 0, err
 	}
@@ -202,16 +189,11 @@ func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter
 	if dc.chunks != want {
 		return nil, zero, 0, fmt.Errorf("the ACP client saw %d of %d chunks", dc.chunks, want)
 	}
-	after, err := readProc(os.Getpid())
+	after, agentCPU, err := usage.end()
 	if err != nil {
 		return nil, zero, 0, err
 	}
-	agentAfter, err := readProc(cmd.Process.Pid)
-	if err != nil {
-		return nil, zero, 0, err
-	}
-	after.CPU -= self.CPU
-	return &dc.counter, after, agentAfter.CPU - agentBefore.CPU, nil
+	return &dc.counter, after, agentCPU, nil
 }
 
 // startFloodAgent starts `bin demo-agent` with pipes; stop closes its stdin
@@ -240,4 +222,38 @@ func startFloodAgent(ctx context.Context, bin string) (cmd *exec.Cmd, stdin io.W
 		}
 	}
 	return cmd, stdin, stdout, stop, nil
+}
+
+// directUsage measures a direct run: the bench process's own usage (it does
+// nothing else meanwhile) and the agent's CPU time.
+type directUsage struct {
+	self, agent procUsage
+	agentPID    int
+}
+
+func startDirectUsage(agentPID int) (directUsage, error) {
+	self, err := readProc(os.Getpid())
+	if err != nil {
+		return directUsage{}, err
+	}
+	agent, err := readProc(agentPID)
+	if err != nil {
+		return directUsage{}, err
+	}
+	return directUsage{self: self, agent: agent, agentPID: agentPID}, nil
+}
+
+// end returns the bench process's usage with its CPU time counted from the
+// start, and the agent's CPU time since the start.
+func (u directUsage) end() (procUsage, time.Duration, error) {
+	after, err := readProc(os.Getpid())
+	if err != nil {
+		return procUsage{}, 0, err
+	}
+	agent, err := readProc(u.agentPID)
+	if err != nil {
+		return procUsage{}, 0, err
+	}
+	after.CPU -= u.self.CPU
+	return after, agent.CPU - u.agent.CPU, nil
 }

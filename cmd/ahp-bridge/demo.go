@@ -182,16 +182,9 @@ func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 	for {
 		var turnID, toolCallID string
 		_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
-			if s.ActiveTurn == nil {
-				return false
-			}
-			for _, p := range s.ActiveTurn.ResponseParts {
-				tc, ok := p.Value.(*wire.ToolCallResponsePart)
-				if !ok {
-					continue
-				}
-				if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok && !approved[pc.ToolCallID] {
-					turnID, toolCallID = s.ActiveTurn.ID, pc.ToolCallID
+			for _, id := range client.PendingConfirmations(s) {
+				if !approved[id] {
+					turnID, toolCallID = s.ActiveTurn.ID, id
 					return true
 				}
 			}

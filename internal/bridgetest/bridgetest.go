@@ -159,18 +159,9 @@ func WaitPendingTool(t testing.TB, c *client.Client, channel string, timeout tim
 	defer cancel()
 	var id string
 	_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
-		if s.ActiveTurn == nil {
-			return false
-		}
-		for _, p := range s.ActiveTurn.ResponseParts {
-			tc, ok := p.Value.(*wire.ToolCallResponsePart)
-			if !ok {
-				continue
-			}
-			if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
-				id = pc.ToolCallID
-				return true
-			}
+		if ids := client.PendingConfirmations(s); len(ids) > 0 {
+			id = ids[0]
+			return true
 		}
 		return false
 	})
