@@ -404,9 +404,24 @@ func TestDisconnectWhilePermissionPendingPolicy(t *testing.T) {
 			a := env.Client(t)
 			ch := bridgetest.CreateSession(t, a, "script", t.TempDir())
 			turnID := bridgetest.StartTurn(t, a, ch, "permission")
+			// Close only once the host has the turn: a socket closed with
+			// unread data is reset, and the reset can discard the
+			// turnStarted frame the host has not read yet.
+			_, err := a.WaitFor(relCtx(t), ch, func(s *wire.SessionState) bool {
+				if s.ActiveTurn != nil && s.ActiveTurn.ID == turnID {
+					return true
+				}
+				for _, tr := range s.Turns {
+					if tr.ID == turnID {
+						return true
+					}
+				}
+				return false
+			})
+			require.NoError(t, err)
 			require.NoError(t, a.Close())
 			b := env.Client(t)
-			_, err := b.Subscribe(relCtx(t), ch)
+			_, err = b.Subscribe(relCtx(t), ch)
 			require.NoError(t, err)
 			turn := bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 			assert.Equal(t, tc.want, relText(turn.ResponseParts))
