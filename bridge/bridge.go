@@ -13,6 +13,7 @@ package bridge
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -307,7 +308,7 @@ func (b *Bridge) ResourceRead(ctx context.Context, params wire.ResourceReadParam
 }
 
 // ErrNotFound is returned for resources the bridge does not serve.
-var ErrNotFound = fmt.Errorf("resource not found")
+var ErrNotFound = errors.New("resource not found")
 
 // Close ends every running turn as cancelled, closes the backend sessions
 // and the providers (which stop their agent processes), and waits for the

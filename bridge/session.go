@@ -170,11 +170,8 @@ func (s *session) applyLocked(ev backend.Event) {
 		s.dispatchActs(acts)
 		return
 	}
-	acts := s.turn.Apply(ev)
-	if s.turn.Ended() {
-		s.meta = s.turn.Meta()
-	}
-	s.dispatchActs(acts)
+	// endTurn takes the session _meta back from the turn.
+	s.dispatchActs(s.turn.Apply(ev))
 }
 
 // permissionLocked asks the clients, or answers by policy. It returns the
