@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
@@ -28,23 +30,8 @@ type fixture struct {
 	Expected    json.RawMessage   `json:"expected"`
 }
 
-// repoRoot walks up from the working directory to the directory holding go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's working directory")
-		dir = parent
-	}
-}
-
 func fixtureDir(t testing.TB) string {
-	return filepath.Join(repoRoot(t), "..", "shared", "ahp", "0.3.0", "test-cases", "reducers")
+	return testenv.SpecDir(t, "0.3.0", "test-cases", "reducers")
 }
 
 // newState returns a pointer to a zero state of the kind a fixture names.
