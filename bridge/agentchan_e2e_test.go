@@ -14,7 +14,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/agentchan"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"

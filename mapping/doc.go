@@ -1,6 +1,6 @@
 // Package mapping holds the pure translation rules between the bridge's
 // neutral backend vocabulary (package backend) and AHP 0.3.0 (package
-// ahp/wire).
+// ahp/v030/wire).
 //
 // Backend → AHP: a Turn is a small state machine per prompt turn that turns
 // each backend.Event into the session actions AHP clients expect (response

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // FuzzTurn feeds arbitrary scenarios (the testdata/turn format) to a Turn

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 func pinnedClock() int64 { return 9999 }

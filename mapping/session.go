@@ -5,7 +5,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 

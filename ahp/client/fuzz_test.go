@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the client's message handling,

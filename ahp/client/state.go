@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // Channel URI prefixes the client keeps state for.

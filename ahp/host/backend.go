@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // Backend is what the host needs from the layer behind it (package bridge in

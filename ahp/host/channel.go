@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 type chanKind int

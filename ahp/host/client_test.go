@@ -17,7 +17,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 const testToken = "s3cret-token"

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // handleFrame processes one incoming frame. It never panics on bad input:

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // fakeBackend is a scripted agent: every turn streams text, asks to run a

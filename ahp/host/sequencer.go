@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // Dispatch submits a server-originated action on channel through the same

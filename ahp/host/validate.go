@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // validateClient returns why a client action must be rejected, or "".

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")

@@ -4,7 +4,7 @@
 // It reads every *.schema.json in -schema, merges their $defs, applies the
 // supplements in overrides.json (enum values and shapes the TypeScript-derived
 // schemas lose) and writes enums.gen.go, types.gen.go and unions.gen.go into
-// -out, gofmt'ed. Run it with `go generate ./ahp/wire`.
+// -out, gofmt'ed. Run it with `go generate` in the package it writes.
 package main
 
 import (
@@ -23,7 +23,7 @@ var overridesJSON []byte
 
 func main() {
 	schemaDir := flag.String("schema", "../shared/ahp/0.3.0/schema", "directory of *.schema.json; a relative path is taken from the repository root (the directory holding go.mod)")
-	outDir := flag.String("out", "", "output directory (default: <repository root>/ahp/wire)")
+	outDir := flag.String("out", ".", "output directory")
 	flag.Parse()
 	if err := run(*schemaDir, *outDir); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -32,17 +32,12 @@ func main() {
 }
 
 func run(schemaDir, outDir string) error {
-	if !filepath.IsAbs(schemaDir) || outDir == "" {
+	if !filepath.IsAbs(schemaDir) {
 		root, err := repoRoot()
 		if err != nil {
 			return err
 		}
-		if !filepath.IsAbs(schemaDir) {
-			schemaDir = filepath.Join(root, schemaDir)
-		}
-		if outDir == "" {
-			outDir = filepath.Join(root, "ahp", "wire")
-		}
+		schemaDir = filepath.Join(root, schemaDir)
 	}
 	defs, err := loadSchemas(schemaDir)
 	if err != nil {
@@ -90,7 +85,7 @@ func repoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod found above the working directory; pass absolute -schema and -out")
+			return "", errors.New("no go.mod found above the working directory; pass an absolute -schema")
 		}
 		dir = parent
 	}

@@ -3,7 +3,7 @@ package reducer
 import (
 	"unsafe"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // maxStreamingParts bounds how many parts a Streaming keeps a buffer for.

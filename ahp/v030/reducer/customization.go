@@ -3,7 +3,7 @@ package reducer
 import (
 	"encoding/json"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // customizationID returns the id of a top-level customization.

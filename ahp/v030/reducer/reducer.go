@@ -16,7 +16,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // Clock returns the current time in milliseconds since the Unix epoch.

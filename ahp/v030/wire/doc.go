@@ -40,7 +40,7 @@
 //     counts are int; other numbers are float64.
 //
 // The schemas come from TypeScript and lose some information (enum values,
-// `{ items: T[] }` shapes); internal/gen/overrides.json restores it.
+// `{ items: T[] }` shapes); ahp/internal/wiregen/overrides.json restores it.
 package wire
 
-//go:generate go run ./internal/gen
+//go:generate go run ../../internal/wiregen -schema ../shared/ahp/0.3.0/schema -out .

@@ -1,7 +1,7 @@
 package reducer
 
 import (
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // statusActivityMask covers the mutually exclusive activity bits 0–4 of

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 )
 
 // BenchmarkReduceDelta reduces 64-byte session/delta actions into one
