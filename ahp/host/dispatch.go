@@ -641,7 +641,12 @@ func (h *Host) startRequest(c *conn, id json.RawMessage, method string) bool {
 }
 
 func (h *Host) endRequest(c *conn) {
-	c.pending.Add(-1)
+	if c.pending.Add(-1) == 0 {
+		select {
+		case c.idle <- struct{}{}:
+		default:
+		}
+	}
 	c.reqWG.Done()
 }
 
