@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -187,4 +190,37 @@ func TestDrainGivesUpOnARequestThatNeverEnds(t *testing.T) {
 	got := c.replies(t)
 	assert.NotContains(t, got, "2", "the hung request has no answer to write")
 	assert.Equal(t, 0, h.Stats().Connections)
+}
+
+func TestCleanWebSocketCloseIsNotAReadFailure(t *testing.T) {
+	for _, code := range []int{websocket.CloseNormalClosure, websocket.CloseGoingAway} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			var logs lockedBuffer
+			hs := newHarness(t, Options{Logger: zerolog.New(&logs)})
+			c := hs.dialRaw(t)
+			require.NoError(t, c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(testTimeout)))
+			require.Eventually(t, func() bool { return hs.h.Stats().Connections == 0 }, testTimeout, time.Millisecond)
+			_ = c.Close()
+			assert.Contains(t, logs.String(), "the client disconnected")
+			assert.NotContains(t, logs.String(), "read failed")
+		})
+	}
+}
+
+// lockedBuffer is a log sink read while connections write to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
