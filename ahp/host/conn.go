@@ -56,12 +56,12 @@ type conn struct {
 	wake    chan struct{} // capacity 1: tells writeLoop that frames were queued
 	dead    bool          // no more frames are accepted
 	drained bool          // the peer's input ended; the writer is flushing what is owed
+	idle    chan struct{} // made by drain: told when pending drops to zero
 	holding bool          // frames are parked in held (see hold)
 	held    [][]byte      // frames parked while holding
 
 	reqWG   sync.WaitGroup // asynchronous requests still running
 	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
-	idle    chan struct{}  // capacity 1: pending dropped to zero (see drain)
 }
 
 // send queues a frame for writing. It never blocks: when the queue is full
@@ -196,10 +196,16 @@ func (c *conn) drain(reason string, timeout time.Duration) {
 	final := reason
 	defer func() { c.terminate(final) }()
 	// The read loop has stopped, so no request can start now; wait for
-	// the asynchronous ones still running to queue their answers.
+	// the asynchronous ones still running to queue their answers. idle is
+	// made here rather than with the connection, which would cost every
+	// idle connection a channel (docs/performance.md).
+	idle := make(chan struct{}, 1)
+	c.qmu.Lock()
+	c.idle = idle
+	c.qmu.Unlock()
 	for c.pending.Load() > 0 {
 		select {
-		case <-c.idle:
+		case <-idle:
 		case <-c.kill:
 			return
 		case <-deadline.C:

@@ -642,10 +642,14 @@ func (h *Host) startRequest(c *conn, id json.RawMessage, method string) bool {
 
 func (h *Host) endRequest(c *conn) {
 	if c.pending.Add(-1) == 0 {
-		select {
-		case c.idle <- struct{}{}:
-		default:
+		c.qmu.Lock()
+		if c.idle != nil {
+			select {
+			case c.idle <- struct{}{}:
+			default:
+			}
 		}
+		c.qmu.Unlock()
 	}
 	c.reqWG.Done()
 }

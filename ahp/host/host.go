@@ -264,7 +264,6 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		qcap: h.opts.OutboundQueue,
 		wake: make(chan struct{}, 1),
 		kill: make(chan struct{}),
-		idle: make(chan struct{}, 1),
 		subs: make(map[string]*channel),
 	}
 	c.log = h.log.With().Uint64("conn", c.id).Logger()
