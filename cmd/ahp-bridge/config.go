@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // Config is everything `serve` can be told, by flags or by a --config file.
@@ -235,10 +237,8 @@ func (c *Config) applyDefaults() {
 }
 
 func (c *Config) validate() error {
-	switch c.Approve {
-	case "ask", "all", "reads", "none":
-	default:
-		return usagef("--approve %q: want ask, all, reads or none", c.Approve)
+	if _, err := mapping.ParsePolicy(c.Approve); err != nil {
+		return usagef("--approve: %v", err)
 	}
 	switch c.LogFormat {
 	case "console", "json":
