@@ -87,12 +87,14 @@ type namedInt struct {
 }
 
 type generator struct {
-	defs    map[string]*Schema
-	ov      *overrides
-	structs map[string]*structDef
-	unions  map[string]*unionDef
-	aliases map[string]*aliasDef
-	ints    map[string]*namedInt
+	// pkg and version name the package and the AHP version in the output.
+	pkg, version string
+	defs         map[string]*Schema
+	ov           *overrides
+	structs      map[string]*structDef
+	unions       map[string]*unionDef
+	aliases      map[string]*aliasDef
+	ints         map[string]*namedInt
 	// building guards against building a definition twice.
 	building map[string]bool
 }
@@ -122,6 +124,8 @@ func newGenerator(defs map[string]*Schema, ov *overrides) (*generator, error) {
 		d.Properties.Byname[prop] = s
 	}
 	return &generator{
+		pkg:      "wire",
+		version:  "unknown",
 		defs:     defs,
 		ov:       ov,
 		structs:  map[string]*structDef{},
