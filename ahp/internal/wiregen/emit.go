@@ -139,6 +139,9 @@ func (g *generator) emitUnions() string {
 		b.WriteString("\treturn json.Marshal(v)\n}\n\n")
 	}
 	b.WriteString(unionHelpers)
+	if len(g.ov.Accessors) > 0 {
+		b.WriteString(accessorHelpers)
+	}
 	return b.String()
 }
 
@@ -193,6 +196,16 @@ func (g *generator) emitUnion(b *strings.Builder, u *unionDef) {
 			fmt.Fprintf(b, "\tcase %s:\n\t\treturn %s\n", v.Type, ret)
 		}
 		fmt.Fprintf(b, "\tcase json.RawMessage:\n\t\ttag, _ := unionTag(x, %q)\n\t\treturn tag\n\t}\n\treturn \"\"\n}\n\n", u.Disc)
+	}
+
+	for _, a := range u.Accessors {
+		fmt.Fprintf(b, "// %s returns the %q of the held variant, read from the raw JSON for a\n// variant this package does not know; the zero value if there is none.\n", a.Method, a.Prop)
+		fmt.Fprintf(b, "func (u %s) %s() (v %s) {\n\tswitch x := u.Value.(type) {\n", u.Name, a.Method, a.Type)
+		for _, v := range u.Variants {
+			fmt.Fprintf(b, "\tcase *%s:\n\t\tif x != nil {\n\t\t\tv = x.%s\n\t\t}\n", v.Type, a.Field)
+			fmt.Fprintf(b, "\tcase %s:\n\t\tv = x.%s\n", v.Type, a.Field)
+		}
+		fmt.Fprintf(b, "\tcase json.RawMessage:\n\t\tv = unionMember[%s](x, %q)\n\t}\n\treturn v\n}\n\n", a.Type, a.Prop)
 	}
 
 	// MarshalJSON.
@@ -312,5 +325,19 @@ func decodeVariant(b []byte, dst *any, v any, union string) error {
 	}
 	*dst = v
 	return nil
+}
+`
+
+const accessorHelpers = `
+// unionMember decodes property prop of the JSON object b, or returns the
+// zero value when b is not an object or prop is absent or of another type.
+func unionMember[T any](b []byte, prop string) T {
+	var m map[string]json.RawMessage
+	var v T
+	if json.Unmarshal(b, &m) != nil || json.Unmarshal(m[prop], &v) != nil {
+		var zero T
+		return zero
+	}
+	return v
 }
 `

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -71,7 +72,10 @@ func run(c config) error {
 		return fmt.Errorf("reading the overrides: %w", err)
 	}
 	var ov overrides
-	if err := json.Unmarshal(ovJSON, &ov); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(ovJSON))
+	// A misspelt section would otherwise be ignored without a word.
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ov); err != nil {
 		return fmt.Errorf("reading %s: %w", c.overridesFile, err)
 	}
 	g, err := newGenerator(defs, &ov)
