@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Backend is what the host needs from the layer behind it (package bridge in
@@ -12,24 +12,36 @@ import (
 // host's locks, so a Backend may call back into the Host (Dispatch, …).
 type Backend interface {
 	// CreateSession is called after the host has added the session in the
-	// `creating` lifecycle and announced it. The backend must eventually
-	// dispatch `session/ready` or `session/creationFailed` for it through
-	// Host.Dispatch; it must not block on starting the agent.
-	CreateSession(ctx context.Context, channel string, params wire.CreateSessionParams)
+	// `creating` lifecycle, with its default chat, and announced it. The
+	// backend must eventually dispatch `session/ready` or
+	// `session/creationFailed` on the session through Host.Dispatch; it
+	// must not block on starting the agent.
+	CreateSession(ctx context.Context, session, defaultChat string, params wire.CreateSessionParams)
 
-	// DisposeSession is called after the host has removed the session.
-	DisposeSession(ctx context.Context, channel string)
+	// DisposeSession is called after the host has removed the session and
+	// its chats.
+	DisposeSession(ctx context.Context, session string)
 
-	// ClientAction is called, in serverSeq order per session, for every
-	// accepted client action that has a side effect on the agent
-	// (turnStarted, turnCancelled, toolCallConfirmed,
-	// toolCallResultConfirmed, inputCompleted, modelChanged,
-	// pendingMessageSet, …). The action has already been applied to the
-	// state and broadcast.
+	// CreateChat is called after the host has added a further chat to a
+	// session and announced it (session/chatAdded). The chat takes turns at
+	// once; a backend that needs time to open it must hold the first
+	// prompt until it can run it.
+	CreateChat(ctx context.Context, session, chat string, params wire.CreateChatParams)
+
+	// DisposeChat is called after the host has removed a chat that was not
+	// the session's default one.
+	DisposeChat(ctx context.Context, session, chat string)
+
+	// ClientAction is called, in serverSeq order per channel, for every
+	// accepted client action on a session or chat channel (turnStarted,
+	// turnCancelled, toolCallConfirmed, inputCompleted, configChanged,
+	// draftChanged, pendingMessageSet, …) and for turns the host starts
+	// itself from queued messages (with a zero origin). The action has
+	// already been applied to the state and broadcast.
 	ClientAction(ctx context.Context, channel string, action wire.StateAction, origin wire.ActionOrigin)
 
-	// Completions answers the `completions` command; an empty result when
-	// the backend has none.
+	// Completions answers the `completions` command (its channel is a
+	// chat); an empty result when the backend has none.
 	Completions(ctx context.Context, params wire.CompletionsParams) (wire.CompletionsResult, error)
 
 	// ResourceRead answers `resourceRead` for URIs the backend serves (for

@@ -1,16 +1,11 @@
 package host
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 type chanKind int
@@ -18,6 +13,7 @@ type chanKind int
 const (
 	chanRoot chanKind = iota
 	chanSession
+	chanChat
 	chanTerminal
 )
 
@@ -27,51 +23,93 @@ func (k chanKind) String() string {
 		return "root"
 	case chanSession:
 		return "session"
+	case chanChat:
+		return "chat"
 	case chanTerminal:
 		return "terminal"
 	}
 	return "unknown"
 }
 
-// channel is one state-bearing channel. Its mu is the channel's critical
-// section {validate → reduce → sequence → broadcast}; the host's sequencer
-// lock (Host.mu) is only ever taken inside it.
+// actionPrefix is the type prefix of the actions a channel kind takes.
+func (k chanKind) actionPrefix() string {
+	switch k {
+	case chanRoot:
+		return "root/"
+	case chanSession:
+		return "session/"
+	case chanChat:
+		return "chat/"
+	case chanTerminal:
+		return "terminal/"
+	}
+	return "\x00"
+}
+
+// channel is one state-bearing channel. Its critical section {validate →
+// reduce → sequence → broadcast} runs under *mu; the host's sequencer lock
+// (Host.mu) is only ever taken inside it.
+//
+// A session and its chats share one mutex (their group's): a chat action
+// changes session state too (the chat catalogue, inputNeeded, the root
+// catalogue's aggregate), and one lock makes those follow-ups atomic with
+// the action without a lock order between them. Lock order: a group's or a
+// terminal's mutex, then the root channel's, then Host.mu.
 type channel struct {
 	uri  string
 	kind chanKind
+	mu   *sync.Mutex
 
-	mu       sync.Mutex
+	// group is the session group of a session or chat channel.
+	group *sessionGroup
+
 	root     *wire.RootState
 	session  *wire.SessionState
+	chat     *chatData
 	terminal *wire.TerminalState
 	removed  bool
-
-	// stream reduces the session's text deltas in amortised O(1)
-	// (docs/performance.md); it is only used under mu.
-	stream reducer.Streaming
-
-	// deferred holds client model/agent changes received while a turn was
-	// active; they are applied when the turn ends (spec: Server Validation
-	// of Client Actions).
-	deferred []deferredAction
-	// lastSummaryNote is when a modifiedAt-only summary change was last
-	// announced; such changes are coalesced to one per second.
-	lastSummaryNote int64
 
 	// Guarded by Host.mu.
 	subs   map[*conn]struct{}
 	worker *worker
 }
 
-type deferredAction struct {
-	action wire.StateAction
-	raw    []byte
-	origin wire.ActionOrigin
-	sender *conn
+// sessionGroup is what a session and its chats share. Guarded by mu.
+type sessionGroup struct {
+	mu      sync.Mutex
+	session *channel
+	// chats in catalogue order; chats[0] is the default chat for life.
+	chats []*channel
+	// summary is the session's entry in the root catalogue, aggregated
+	// from the session and its chats (root/sessionSummaryChanged).
+	summary wire.SessionSummary
+	// lastSummaryNote is when a modifiedAt-only summary change was last
+	// announced; such changes are coalesced to one per second.
+	lastSummaryNote int64
+	// progress reports createSession's progress to the connection that
+	// asked for it, until the session is ready or has failed.
+	progress *progressWatch
+}
+
+// chatData is a chat channel's state and the host's bookkeeping about it.
+type chatData struct {
+	st *wire.ChatState
+	// stream reduces text deltas in amortised O(1) (docs/performance.md).
+	stream reducer.Streaming
+	// mirrored is the chat's summary as last written to the session's
+	// chat catalogue (session/chatUpdated), and mirroredAt when.
+	mirrored   wire.ChatSummary
+	mirroredAt int64
+	// inputs are the session/inputNeeded entries this chat raised, by id,
+	// with their encoding, so a change is re-announced and a resolution
+	// removed.
+	inputs map[string]string
 }
 
 func newChannel(uri string, kind chanKind) *channel {
-	return &channel{uri: uri, kind: kind, subs: make(map[*conn]struct{})}
+	ch := &channel{uri: uri, kind: kind, subs: make(map[*conn]struct{})}
+	ch.mu = new(sync.Mutex)
+	return ch
 }
 
 // lookup returns the live channel for uri, or nil.
@@ -81,242 +119,37 @@ func (h *Host) lookup(uri string) *channel {
 	return h.channels[uri]
 }
 
-// stateJSON encodes the channel's state; called with ch.mu held.
-func (ch *channel) stateJSON() ([]byte, error) {
+// state returns a pointer to the channel's state, for encoding and for
+// codecs; called with ch.mu held.
+func (ch *channel) state() any {
 	switch ch.kind {
 	case chanRoot:
-		return json.Marshal(ch.root)
+		return ch.root
 	case chanSession:
-		return json.Marshal(ch.session)
+		return ch.session
+	case chanChat:
+		return ch.chat.st
 	case chanTerminal:
-		return json.Marshal(ch.terminal)
+		return ch.terminal
 	}
-	return nil, fmt.Errorf("channel %s has no state", ch.uri)
+	return nil
 }
 
-// snapshotOut is the wire Snapshot with the state already encoded.
-type snapshotOut struct {
-	Resource string          `json:"resource"`
-	State    json.RawMessage `json:"state"`
-	FromSeq  int64           `json:"fromSeq"`
-}
-
-// snapshotAndSubscribe takes a snapshot of ch and subscribes c to it in
-// one step with respect to the sequencer: every action on ch sequenced
-// after the snapshot has serverSeq > FromSeq and reaches c.
-func (h *Host) snapshotAndSubscribe(c *conn, ch *channel) (*snapshotOut, *Error) {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	if ch.removed {
-		return nil, notFoundError(ch.uri)
+// defaultChat returns the session's default chat channel; called with the
+// group's mutex held.
+func (g *sessionGroup) defaultChat() *channel {
+	if len(g.chats) == 0 {
+		return nil
 	}
-	st, err := ch.stateJSON()
-	if err != nil {
-		return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("encoding the state of %s: %v", ch.uri, err)}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, already := c.subs[ch.uri]; !already && len(c.subs) >= h.opts.MaxSubscriptionsPerConn {
-		return nil, Errorf(CodeInvalidRequest, "subscription limit reached: a connection may hold at most %d subscriptions", h.opts.MaxSubscriptionsPerConn)
-	}
-	ch.subs[c] = struct{}{}
-	c.subs[ch.uri] = ch
-	return &snapshotOut{Resource: ch.uri, State: st, FromSeq: h.seq}, nil
+	return g.chats[0]
 }
 
 func notFoundError(uri string) *Error {
-	if strings.HasPrefix(uri, "ahp-session:") {
-		return Errorf(CodeSessionNotFound, "session %s does not exist", uri)
+	switch {
+	case strings.HasPrefix(uri, "ahp-chat:"):
+		return Errorf(CodeNotFound, "chat %s does not exist", uri)
+	case strings.HasPrefix(uri, "ahp-terminal:"), uri == RootURI:
+		return Errorf(CodeNotFound, "channel %s does not exist on this server", uri)
 	}
-	return Errorf(CodeNotFound, "channel %s does not exist on this server", uri)
-}
-
-// envelopeOut is how an ActionEnvelope is encoded: origin is omitted for
-// server-originated actions.
-type envelopeOut struct {
-	Channel         string             `json:"channel"`
-	Action          json.RawMessage    `json:"action"`
-	ServerSeq       int64              `json:"serverSeq"`
-	Origin          *wire.ActionOrigin `json:"origin,omitempty"`
-	RejectionReason string             `json:"rejectionReason,omitempty"`
-	// trusted: Action was produced by encodeAction (json.Marshal or the
-	// equivalent fast path), so it need not be validated again.
-	trusted bool
-}
-
-// actionFramePrefix precedes the envelope in an `action` notification.
-const actionFramePrefix = `{"jsonrpc":"2.0","method":"action","params":`
-
-// encodeEnvelope builds the `action` notification frame for an envelope
-// and returns it along with the envelope bytes inside it. The action is
-// spliced in verbatim (it was produced by json.Marshal or validated by the
-// decoder), which keeps the one encoding per envelope cheap.
-func (h *Host) encodeEnvelope(e *envelopeOut) (frame, env []byte, err error) {
-	if !e.trusted && !json.Valid(e.Action) {
-		return nil, nil, fmt.Errorf("encoding the action envelope for %s: the action is not valid JSON", e.Channel)
-	}
-	ch := appendJSONString(nil, e.Channel)
-	var origin, reason []byte
-	if e.Origin != nil {
-		if origin, err = json.Marshal(e.Origin); err != nil {
-			return nil, nil, fmt.Errorf("encoding the action envelope for %s: %w", e.Channel, err)
-		}
-	}
-	if e.RejectionReason != "" {
-		if reason, err = json.Marshal(e.RejectionReason); err != nil {
-			return nil, nil, fmt.Errorf("encoding the action envelope for %s: %w", e.Channel, err)
-		}
-	}
-	h.stats.encoded.Add(1)
-	frame = make([]byte, 0, len(actionFramePrefix)+len(ch)+len(e.Action)+len(origin)+len(reason)+80)
-	frame = append(frame, actionFramePrefix...)
-	start := len(frame)
-	frame = append(frame, `{"channel":`...)
-	frame = append(frame, ch...)
-	frame = append(frame, `,"action":`...)
-	frame = append(frame, bytes.TrimSpace(e.Action)...)
-	frame = append(frame, `,"serverSeq":`...)
-	frame = strconv.AppendInt(frame, e.ServerSeq, 10)
-	if origin != nil {
-		frame = append(frame, `,"origin":`...)
-		frame = append(frame, origin...)
-	}
-	if reason != nil {
-		frame = append(frame, `,"rejectionReason":`...)
-		frame = append(frame, reason...)
-	}
-	frame = append(frame, '}')
-	end := len(frame)
-	frame = append(frame, '}')
-	return frame, frame[start:end], nil
-}
-
-// commit sequences an already validated and reduced action on ch and
-// broadcasts it to ch's subscribers (and to sender, whose own echo it is).
-// Called with ch.mu held. The frame is encoded once for all receivers.
-func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin, sender *conn, extra func(seq int64)) int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	seq := h.seq
-	frame, env, err := h.encodeEnvelope(&envelopeOut{Channel: ch.uri, Action: actionJSON, ServerSeq: seq, Origin: origin, trusted: true})
-	if err != nil {
-		// actionJSON was produced by json.Marshal, so this cannot fail;
-		// keep the sequence gap-free anyway by recording what we have.
-		h.log.Error().Err(err).Str("channel", ch.uri).Msg("failed to encode an action envelope")
-		return seq
-	}
-	h.ring.push(ringEntry{seq: seq, channel: ch.uri, env: env})
-	var cache map[codec][]byte
-	for c := range ch.subs {
-		if c.codec != nil && c.codec != baseline && cache == nil {
-			cache = map[codec][]byte{}
-		}
-		if f, ok := h.translateShared(c, frame, cache, true); ok {
-			h.queueFrame(c, f)
-		}
-	}
-	if sender != nil {
-		if _, subscribed := ch.subs[sender]; !subscribed {
-			h.queue(sender, frame)
-		}
-	}
-	if extra != nil {
-		extra(seq)
-	}
-	return seq
-}
-
-// queue hands a baseline frame to a connection's outbound queue, through
-// the connection's codec.
-func (h *Host) queue(c *conn, frame []byte) {
-	if frame = forConn(c, frame); frame != nil {
-		h.queueFrame(c, frame)
-	}
-}
-
-// queueFrame queues a frame already in the connection's encoding.
-func (h *Host) queueFrame(c *conn, frame []byte) {
-	h.stats.queued.Add(1)
-	c.send(frame)
-}
-
-// reject echoes a refused client action to its sender only, with the
-// reason. The envelope carries the current serverSeq without consuming a
-// new one: a rejection changes no state and is never replayed.
-func (h *Host) reject(c *conn, channel string, actionJSON []byte, origin *wire.ActionOrigin, reason string) {
-	if len(bytes.TrimSpace(actionJSON)) == 0 {
-		actionJSON = []byte("null")
-	}
-	c.log.Debug().Str("channel", channel).Str("reason", reason).Msg("rejected a client action")
-	// Queue under the sequencer lock so the echo's serverSeq is in order
-	// with the envelopes around it on this connection.
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	seq := h.seq
-	frame, _, err := h.encodeEnvelope(&envelopeOut{Channel: channel, Action: actionJSON, ServerSeq: seq, Origin: origin, RejectionReason: reason})
-	if err != nil {
-		// The raw action was not valid JSON after all; echo null instead.
-		frame, _, _ = h.encodeEnvelope(&envelopeOut{Channel: channel, Action: []byte("null"), ServerSeq: seq, Origin: origin, RejectionReason: reason})
-	}
-	h.queue(c, frame)
-}
-
-// broadcastRoot sends a protocol notification to root subscribers. Called
-// with h.mu held so it is ordered with the action envelopes around it.
-func (h *Host) broadcastRootLocked(method string, params any) {
-	body, err := json.Marshal(params)
-	if err != nil {
-		h.log.Error().Err(err).Str("method", method).Msg("failed to encode a root notification")
-		return
-	}
-	frame := encodeNotification(method, body)
-	var cache map[codec][]byte
-	for c := range h.root.subs {
-		if c.codec != nil && c.codec != baseline && cache == nil {
-			cache = map[codec][]byte{}
-		}
-		if f, ok := h.translateShared(c, frame, cache, false); ok {
-			h.queueFrame(c, f)
-		}
-	}
-}
-
-// startWorker returns ch's hand-off worker, starting it on first use.
-// Called with ch.mu held.
-func (h *Host) workerFor(ch *channel) *worker {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ch.worker != nil || h.closed {
-		return ch.worker
-	}
-	w := newWorker(ch.uri)
-	ch.worker = w
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		w.run(h.ctx, h.deliver)
-	}()
-	return w
-}
-
-// handoff queues an accepted client action for Backend.ClientAction.
-// Called with ch.mu held, so jobs are queued in serverSeq order.
-func (h *Host) handoff(ch *channel, a wire.StateAction, origin wire.ActionOrigin) {
-	if h.backend == nil {
-		return
-	}
-	if w := h.workerFor(ch); w != nil {
-		w.push(handoffJob{action: a, origin: origin})
-	}
-}
-
-func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
-	defer func() {
-		if r := recover(); r != nil {
-			h.log.Error().Interface("panic", r).Str("channel", channel).Str("action", j.action.Type()).
-				Msg("the backend panicked handling a client action")
-		}
-	}()
-	h.backend.ClientAction(ctx, channel, j.action, j.origin)
+	return Errorf(CodeSessionNotFound, "session %s does not exist", uri)
 }

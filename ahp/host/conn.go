@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
 )
 
@@ -39,8 +41,10 @@ type conn struct {
 	// other goroutines under h.mu.
 	initialized bool
 	clientID    string
-	version     string
-	codec       codec // set with version; nil means baseline
+	version     codec.Version
+	// codec translates between the host's dialect and the connection's;
+	// nil when the connection speaks the host's own (codec.Current).
+	codec codec.Codec
 
 	// subs is the set of channels this connection is subscribed to,
 	// guarded by h.mu (it mirrors channel.subs).
@@ -62,6 +66,14 @@ type conn struct {
 
 	reqWG   sync.WaitGroup // asynchronous requests still running
 	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
+}
+
+// isInitialized reports whether the connection has completed initialize
+// (or reconnect).
+func (c *conn) isInitialized() bool {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	return c.initialized
 }
 
 // send queues a frame for writing. It never blocks: when the queue is full
@@ -280,4 +292,20 @@ func (c *conn) writeLoop() {
 			batch = nil // an idle connection keeps no large queue
 		}
 	}
+}
+
+// endRequest ends one asynchronous request; the last one wakes a drain
+// waiting for the connection's answers.
+func (c *conn) endRequest() {
+	if c.pending.Add(-1) == 0 {
+		c.qmu.Lock()
+		if c.idle != nil {
+			select {
+			case c.idle <- struct{}{}:
+			default:
+			}
+		}
+		c.qmu.Unlock()
+	}
+	c.reqWG.Done()
 }

@@ -4,24 +4,24 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // encodeAction returns exactly the bytes json.Marshal(a) returns. The
-// streamed-text actions (session/delta, session/reasoning) — nearly every
+// streamed-text actions (chat/delta, chat/reasoning, without _meta) — nearly every
 // action of a busy session — are written directly: through encoding/json
 // they cost a reflective encode, a MarshalJSON call per level and a
 // re-compaction of its output (over half the sequencer's time per chunk,
 // docs/performance.md). Everything else goes through json.Marshal.
 func encodeAction(a wire.StateAction) ([]byte, error) {
 	switch v := a.Value.(type) {
-	case *wire.SessionDeltaAction:
-		if v != nil {
-			return appendTextAction(textActionBuf(v.TurnID, v.PartID, v.Content), wire.ActionTypeSessionDelta, v.TurnID, v.PartID, v.Content), nil
+	case *wire.ChatDeltaAction:
+		if v != nil && len(v.Meta) == 0 {
+			return appendTextAction(textActionBuf(v.TurnID, v.PartID, v.Content), wire.ActionTypeChatDelta, v.TurnID, v.PartID, v.Content), nil
 		}
-	case *wire.SessionReasoningAction:
-		if v != nil {
-			return appendTextAction(textActionBuf(v.TurnID, v.PartID, v.Content), wire.ActionTypeSessionReasoning, v.TurnID, v.PartID, v.Content), nil
+	case *wire.ChatReasoningAction:
+		if v != nil && len(v.Meta) == 0 {
+			return appendTextAction(textActionBuf(v.TurnID, v.PartID, v.Content), wire.ActionTypeChatReasoning, v.TurnID, v.PartID, v.Content), nil
 		}
 	}
 	return json.Marshal(a)

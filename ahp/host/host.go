@@ -1,14 +1,18 @@
 // Package host is the AHP server core: it speaks JSON-RPC 2.0 over any
-// transport.Conn, owns every channel's state (root, sessions, terminals),
-// runs the sequencer that validates, reduces, numbers (serverSeq) and
-// broadcasts every action, keeps the replay ring used by `reconnect`, and
-// protects itself from slow clients with bounded per-connection queues.
+// transport.Conn, owns every channel's state (root, sessions, their chats,
+// terminals) in the newest dialect it speaks, runs the sequencer that
+// validates, reduces, numbers (serverSeq) and broadcasts every action, keeps
+// the replay ring used by `reconnect`, and protects itself from slow clients
+// with bounded per-connection queues. Each connection speaks the protocol
+// version it negotiated: package codec translates at the connection edge,
+// so the sequencer never knows which versions are connected.
 //
 // The layer behind it (agents, permission policy) plugs in through the
 // Backend interface and submits server-originated actions with Dispatch.
 package host
 
 import (
+	"crypto/rand"
 	"context"
 	"errors"
 	"fmt"
@@ -20,18 +24,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// ProtocolVersion030 is the AHP baseline this host implements.
-const ProtocolVersion030 = "0.3.0"
-
-// supportedVersions lists the protocol versions the host implements, most
-// preferred first. A new version needs its codec at the connection edge.
-var supportedVersions = []string{ProtocolVersion030}
-
 // RootURI is the root channel.
-const RootURI = "ahp-root://"
+const RootURI = wire.RootChannel
 
 // Defaults applied by New for zero Options fields.
 const (
@@ -79,6 +77,8 @@ type Options struct {
 	MaxPendingRequests int
 	// ServerName is used in logs.
 	ServerName string
+	// ServerVersion is reported in the initialize result's serverInfo.
+	ServerVersion string
 	// DefaultDirectory is advertised in the initialize result when set.
 	DefaultDirectory string
 	// CompletionTriggerCharacters is advertised in the initialize result.
@@ -142,6 +142,13 @@ type Host struct {
 	conns    map[*conn]struct{}
 	nextConn uint64
 	closed   bool
+	sessions int // live sessions
+	// clientVersions is the version each client negotiated, for a
+	// reconnect that opens a new connection (bounded).
+	clientVersions map[string]codec.Version
+
+	// dir tells codecs which chat is which session's default one.
+	dir *directory
 
 	stats counters
 }
@@ -182,10 +189,17 @@ func New(opts Options) *Host {
 		ring:     newReplayRing(opts.ReplayBuffer),
 		channels: make(map[string]*channel),
 		conns:    make(map[*conn]struct{}),
+
+		clientVersions: make(map[string]codec.Version),
+		dir:            newDirectory(),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.root = newChannel(RootURI, chanRoot)
-	h.root.root = newRootState(opts.Agents)
+	agents := opts.Agents
+	if agents == nil {
+		agents = []wire.AgentInfo{}
+	}
+	h.root.root = &wire.RootState{Agents: agents, ActiveSessions: wire.Ptr[int64](0)}
 	h.channels[RootURI] = h.root
 	return h
 }
@@ -196,12 +210,7 @@ func (h *Host) SetBackend(b Backend) { h.backend = b }
 // Stats returns a snapshot of the counters.
 func (h *Host) Stats() Stats {
 	h.mu.Lock()
-	s := Stats{Connections: len(h.conns), ServerSeq: h.seq}
-	for _, ch := range h.channels {
-		if ch.kind == chanSession {
-			s.Sessions++
-		}
-	}
+	s := Stats{Connections: len(h.conns), ServerSeq: h.seq, Sessions: h.sessions}
 	h.mu.Unlock()
 	s.EnvelopesEncoded = h.stats.encoded.Load()
 	s.FramesQueued = h.stats.queued.Load()
@@ -349,8 +358,8 @@ func (h *Host) dropConn(c *conn) {
 		}
 	}
 	h.mu.Unlock()
-	if clientID != "" && !stillConnected {
-		h.releaseActiveClient(clientID)
+	if !stillConnected {
+		h.releaseActiveClient(clientID, func(string) bool { return true })
 	}
 }
 
@@ -362,4 +371,13 @@ var errClosed = errors.New("host: closed")
 // errUnknownChannel wraps channel lookups that fail.
 func errUnknownChannel(uri string) error {
 	return fmt.Errorf("host: no channel %q", uri)
+}
+
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -1,12 +1,18 @@
 package host
 
+import "github.com/ahp-bridge/ahp-bridge/ahp/wire"
+
 // ringEntry is one sequenced action envelope kept for replay.
 type ringEntry struct {
 	seq     int64
 	channel string
 	// env is the encoded envelope (a sub-slice of the broadcast frame),
-	// reused verbatim in reconnect replies.
-	env []byte
+	// reused verbatim in reconnect replies to the host's own dialect;
+	// action (a sub-slice of env) and origin are what a codec translates
+	// for the others.
+	env    []byte
+	action []byte
+	origin *wire.ActionOrigin
 }
 
 // replayRing keeps the most recent sequenced envelopes. Every accepted

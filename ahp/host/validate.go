@@ -3,107 +3,49 @@ package host
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// validateClient returns why a client action must be rejected, or "".
-// raw is the action as the client sent it (some checks need to know which
-// members were present). Called with ch.mu held.
+// validateClient returns why a client action must be rejected, or "" (the
+// validation tables of the session and chat channel specifications, and
+// what this bridge cannot do). raw is the action as the client sent it
+// (some checks need to know which members were present). Called with
+// ch.mu held.
 func validateClient(ch *channel, a wire.StateAction, raw []byte, clientID string) string {
 	t := a.Type()
 	if _, unknown := a.Value.(json.RawMessage); unknown || t == "" {
 		return "unknown action type; this server does not understand it"
 	}
-	if !reducer.ClientDispatchable(t) {
+	if !wire.ClientDispatchable(t) {
 		return fmt.Sprintf("%s is a server-only action and cannot be dispatched by clients", t)
 	}
 	if err := checkScope(ch, a); err != nil {
 		return fmt.Sprintf("%s cannot be dispatched on the %s channel %s", t, ch.kind, ch.uri)
 	}
-	if ch.kind != chanSession {
-		return ""
+	switch ch.kind {
+	case chanSession:
+		return validateSession(ch.session, a, clientID)
+	case chanChat:
+		return validateChat(ch, a, raw, clientID)
 	}
-	st := ch.session
+	return ""
+}
+
+func validateSession(st *wire.SessionState, a wire.StateAction, clientID string) string {
 	switch x := a.Value.(type) {
-	case *wire.SessionTurnStartedAction:
-		if st.Lifecycle != wire.SessionLifecycleReady {
-			return fmt.Sprintf("the session is %s, not ready; turns can start once it is ready", st.Lifecycle)
-		}
-		if st.ActiveTurn != nil {
-			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)
-		}
-		if x.TurnID == "" {
-			return "turnId must not be empty"
-		}
-		if x.Message.Origin.Kind != wire.MessageKindUser {
-			return "clients may only send user messages"
-		}
-	case *wire.SessionTurnCancelledAction:
-		if st.ActiveTurn == nil {
-			return "no active turn to cancel"
-		}
-		if st.ActiveTurn.ID != x.TurnID {
-			return fmt.Sprintf("turn %s is not the active turn (%s)", x.TurnID, st.ActiveTurn.ID)
-		}
-	case *wire.SessionToolCallApprovedAction:
-		return requireToolStatus(st, x.TurnID, x.ToolCallID, wire.ToolCallStatusPendingConfirmation, "")
-	case *wire.SessionToolCallDeniedAction:
-		return requireToolStatus(st, x.TurnID, x.ToolCallID, wire.ToolCallStatusPendingConfirmation, "")
-	case *wire.SessionToolCallResultConfirmedAction:
-		return requireToolStatus(st, x.TurnID, x.ToolCallID, wire.ToolCallStatusPendingResultConfirmation, "")
-	case *wire.SessionToolCallCompleteAction:
-		return requireToolStatus(st, x.TurnID, x.ToolCallID, wire.ToolCallStatusRunning, clientID)
-	case *wire.SessionToolCallContentChangedAction:
-		return requireToolStatus(st, x.TurnID, x.ToolCallID, wire.ToolCallStatusRunning, clientID)
-	case *wire.SessionPendingMessageSetAction:
-		if x.ID == "" {
-			return "a pending message needs an id"
-		}
-		if x.Kind != wire.PendingMessageKindQueued && x.Kind != wire.PendingMessageKindSteering {
-			return fmt.Sprintf("unknown pending message kind %q", x.Kind)
-		}
-		if x.Message.Origin.Kind != wire.MessageKindUser {
-			return "clients may only send user messages"
-		}
-	case *wire.SessionPendingMessageRemovedAction:
-		if !hasPending(st, x.Kind, x.ID) {
-			return fmt.Sprintf("no %s pending message with id %s", x.Kind, x.ID)
-		}
-	case *wire.SessionInputAnswerChangedAction:
-		req := findInput(st, x.RequestID)
-		if req == nil {
-			return fmt.Sprintf("no input request with id %s", x.RequestID)
-		}
-		if reason := checkAnswerShape(raw); reason != "" {
-			return reason
-		}
-	case *wire.SessionInputCompletedAction:
-		req := findInput(st, x.RequestID)
-		if req == nil {
-			return fmt.Sprintf("no input request with id %s", x.RequestID)
-		}
-		if x.Response == wire.SessionInputResponseKindAccept {
-			if missing := unansweredRequired(req, x.Answers); missing != "" {
-				return fmt.Sprintf("question %s is required but has no submitted answer", missing)
-			}
-		}
-	case *wire.SessionActiveClientChangedAction:
-		cur := st.ActiveClient
-		if x.ActiveClient == nil {
-			if cur != nil && cur.ClientID != clientID {
-				return fmt.Sprintf("client %s is the active client; only it can release the role", cur.ClientID)
-			}
-			return ""
-		}
+	case *wire.SessionActiveClientSetAction:
 		if x.ActiveClient.ClientID != clientID {
-			return "a client can only claim the active role for itself"
+			return "a client can only make itself an active client"
 		}
-		if cur != nil && cur.ClientID != clientID {
-			return fmt.Sprintf("client %s is already the active client", cur.ClientID)
+	case *wire.SessionActiveClientRemovedAction:
+		if x.ClientID != clientID {
+			return "a client can only remove itself from the active clients"
 		}
+	case *wire.SessionWorkingDirectorySetAction, *wire.SessionWorkingDirectoryRemovedAction:
+		return "this session's agent works in the working directories it was created with; they cannot change"
 	case *wire.SessionConfigChangedAction:
 		// Only properties the schema marks sessionMutable may change.
 		if st.Config == nil {
@@ -118,10 +60,80 @@ func validateClient(ch *channel, a wire.StateAction, raw []byte, clientID string
 				return fmt.Sprintf("config property %q cannot be changed during a session", k)
 			}
 		}
-	case *wire.SessionActiveClientToolsChangedAction:
-		if st.ActiveClient == nil || st.ActiveClient.ClientID != clientID {
-			return "only the active client can change its tools"
+	}
+	return ""
+}
+
+func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) string {
+	st := ch.chat.st
+	switch x := a.Value.(type) {
+	case *wire.ChatTurnStartedAction:
+		if sess := ch.group.session; sess.session.Lifecycle != wire.SessionLifecycleReady {
+			return fmt.Sprintf("the session is %s, not ready; turns can start once it is ready", sess.session.Lifecycle)
 		}
+		if st.ActiveTurn != nil {
+			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)
+		}
+		if x.TurnID == "" {
+			return "turnId must not be empty"
+		}
+		if x.Message.Origin.Kind != wire.MessageKindUser {
+			return "clients may only send user messages"
+		}
+	case *wire.ChatTurnCancelledAction:
+		if st.ActiveTurn == nil {
+			return "no active turn to cancel"
+		}
+		if st.ActiveTurn.ID != x.TurnID {
+			return fmt.Sprintf("turn %s is not the active turn (%s)", x.TurnID, st.ActiveTurn.ID)
+		}
+	case *wire.ChatToolCallApprovedAction:
+		return requireToolStatus(st, x.TurnID, x.ToolCallID, "", wire.ToolCallStatusPendingConfirmation)
+	case *wire.ChatToolCallDeniedAction:
+		return requireToolStatus(st, x.TurnID, x.ToolCallID, "", wire.ToolCallStatusPendingConfirmation)
+	case *wire.ChatToolCallResultConfirmedAction:
+		return requireToolStatus(st, x.TurnID, x.ToolCallID, "", wire.ToolCallStatusPendingResultConfirmation)
+	case *wire.ChatToolCallCompleteAction:
+		return requireToolStatus(st, x.TurnID, x.ToolCallID, clientID, wire.ToolCallStatusRunning, wire.ToolCallStatusAuthRequired)
+	case *wire.ChatToolCallContentChangedAction:
+		return requireToolStatus(st, x.TurnID, x.ToolCallID, clientID, wire.ToolCallStatusRunning)
+	case *wire.ChatPendingMessageSetAction:
+		if x.ID == "" {
+			return "a pending message needs an id"
+		}
+		if x.Kind != wire.PendingMessageKindQueued && x.Kind != wire.PendingMessageKindSteering {
+			return fmt.Sprintf("unknown pending message kind %q", x.Kind)
+		}
+		if x.Message.Origin.Kind != wire.MessageKindUser {
+			return "clients may only send user messages"
+		}
+	case *wire.ChatPendingMessageRemovedAction:
+		if !hasPending(st, x.Kind, x.ID) {
+			return fmt.Sprintf("no %s pending message with id %s", x.Kind, x.ID)
+		}
+	case *wire.ChatInputAnswerChangedAction:
+		if openInput(st, x.RequestID) == nil {
+			return fmt.Sprintf("no open input request with id %s", x.RequestID)
+		}
+		if reason := checkAnswerShape(raw); reason != "" {
+			return reason
+		}
+	case *wire.ChatInputCompletedAction:
+		req := openInput(st, x.RequestID)
+		if req == nil {
+			return fmt.Sprintf("no open input request with id %s", x.RequestID)
+		}
+		if x.Response == wire.ChatInputResponseKindAccept {
+			if missing := unansweredRequired(req, x.Answers); missing != "" {
+				return fmt.Sprintf("question %s is required but has no submitted answer", missing)
+			}
+		}
+	case *wire.ChatWorkingDirectorySetAction:
+		if !slices.Contains(ch.group.session.session.WorkingDirectories, x.Directory) {
+			return fmt.Sprintf("%s is not one of the session's working directories", x.Directory)
+		}
+	case *wire.ChatTruncatedAction:
+		return "the agent keeps its whole conversation; this server cannot make it forget turns"
 	}
 	return ""
 }
@@ -137,87 +149,73 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// toolCallView is the part of any tool call state the validator needs.
-type toolCallView struct {
-	ToolCallID  string `json:"toolCallId"`
-	Status      string `json:"status"`
-	Contributor *struct {
-		Kind     string `json:"kind"`
-		ClientID string `json:"clientId"`
-	} `json:"contributor"`
-}
-
-// findToolCall locates a tool call of the active turn.
-func findToolCall(st *wire.SessionState, turnID, toolCallID string) (*toolCallView, string) {
-	if st.ActiveTurn == nil {
-		return nil, "no active turn"
+// requireToolStatus checks that the tool call of the active turn is in one
+// of the statuses want and, when owner is set, that the client owner
+// contributed it (it is that client's to run).
+func requireToolStatus(st *wire.ChatState, turnID, toolCallID, owner string, want ...wire.ToolCallStatus) string {
+	t := st.ActiveTurn
+	if t == nil {
+		return "no active turn"
 	}
-	if st.ActiveTurn.ID != turnID {
-		return nil, fmt.Sprintf("turn %s is not the active turn", turnID)
+	if t.ID != turnID {
+		return fmt.Sprintf("turn %s is not the active turn", turnID)
 	}
-	for _, p := range st.ActiveTurn.ResponseParts {
+	for _, p := range t.ResponseParts {
 		tp, ok := p.Value.(*wire.ToolCallResponsePart)
-		if !ok || tp == nil {
+		if !ok || tp == nil || tp.ToolCall.ToolCallID() != toolCallID {
 			continue
 		}
-		b, err := json.Marshal(tp.ToolCall)
-		if err != nil {
-			continue
+		status := wire.ToolCallStatus(tp.ToolCall.Status())
+		if !slices.Contains(want, status) {
+			return fmt.Sprintf("tool call %s is %s, not %s", toolCallID, status, want[0])
 		}
-		var v toolCallView
-		if json.Unmarshal(b, &v) == nil && v.ToolCallID == toolCallID {
-			return &v, ""
+		if owner != "" {
+			c, ok := contributorOf(tp.ToolCall).(*wire.ToolCallClientContributor)
+			if !ok || c == nil {
+				return fmt.Sprintf("tool call %s is executed by the server, not by a client", toolCallID)
+			}
+			if c.ClientID != owner {
+				return fmt.Sprintf("tool call %s belongs to client %s", toolCallID, c.ClientID)
+			}
 		}
+		return ""
 	}
-	return nil, fmt.Sprintf("no tool call %s in turn %s", toolCallID, turnID)
+	return fmt.Sprintf("no tool call %s in turn %s", toolCallID, turnID)
 }
 
-// requireToolStatus checks that the tool call is in status want and, when
-// owner is set, that a client contributed it and owner is that client.
-func requireToolStatus(st *wire.SessionState, turnID, toolCallID string, want wire.ToolCallStatus, owner string) string {
-	tc, why := findToolCall(st, turnID, toolCallID)
-	if tc == nil {
-		return why
+// contributorOf returns the contributor variant of a running tool call.
+func contributorOf(tc wire.ToolCallState) any {
+	if r, ok := tc.Value.(*wire.ToolCallRunningState); ok && r != nil && r.Contributor != nil {
+		return r.Contributor.Value
 	}
-	if tc.Status != string(want) {
-		return fmt.Sprintf("tool call %s is %s, not %s", toolCallID, tc.Status, want)
-	}
-	if owner != "" {
-		if tc.Contributor == nil || tc.Contributor.Kind != string(wire.ToolCallContributorKindClient) {
-			return fmt.Sprintf("tool call %s is executed by the server, not by a client", toolCallID)
-		}
-		if tc.Contributor.ClientID != owner {
-			return fmt.Sprintf("tool call %s belongs to client %s", toolCallID, tc.Contributor.ClientID)
-		}
-	}
-	return ""
+	return nil
 }
 
-func hasPending(st *wire.SessionState, kind wire.PendingMessageKind, id string) bool {
+func hasPending(st *wire.ChatState, kind wire.PendingMessageKind, id string) bool {
 	switch kind {
 	case wire.PendingMessageKindSteering:
 		return st.SteeringMessage != nil && st.SteeringMessage.ID == id
 	case wire.PendingMessageKindQueued:
-		for _, q := range st.QueuedMessages {
-			if q.ID == id {
-				return true
-			}
-		}
+		return slices.ContainsFunc(st.QueuedMessages, func(q wire.PendingMessage) bool { return q.ID == id })
 	}
 	return false
 }
 
-func findInput(st *wire.SessionState, id string) *wire.SessionInputRequest {
-	for i := range st.InputRequests {
-		if st.InputRequests[i].ID == id {
-			return &st.InputRequests[i]
+// openInput returns the unanswered input request id of the active turn.
+func openInput(st *wire.ChatState, id string) *wire.ChatInputRequest {
+	if st.ActiveTurn == nil {
+		return nil
+	}
+	for _, p := range st.ActiveTurn.ResponseParts {
+		if ip, ok := p.Value.(*wire.InputRequestResponsePart); ok && ip != nil && ip.Response == nil && ip.Request.ID == id {
+			return &ip.Request
 		}
 	}
 	return nil
 }
 
-// checkAnswerShape validates a session/inputAnswerChanged answer: draft
-// and submitted answers need a value whose kind carries its payload.
+// checkAnswerShape validates a chat/inputAnswerChanged answer: draft and
+// submitted answers need a value whose kind carries its payload.
 func checkAnswerShape(raw []byte) string {
 	var a struct {
 		Answer *struct {
@@ -234,20 +232,20 @@ func checkAnswerShape(raw []byte) string {
 	if a.Answer == nil {
 		return "" // clearing a draft
 	}
-	switch wire.SessionInputAnswerState(a.Answer.State) {
-	case wire.SessionInputAnswerStateSkipped:
+	switch wire.ChatInputAnswerState(a.Answer.State) {
+	case wire.ChatInputAnswerStateSkipped:
 		return ""
-	case wire.SessionInputAnswerStateDraft, wire.SessionInputAnswerStateSubmitted:
+	case wire.ChatInputAnswerStateDraft, wire.ChatInputAnswerStateSubmitted:
 	default:
 		return fmt.Sprintf("unknown answer state %q", a.Answer.State)
 	}
 	if a.Answer.Value == nil {
 		return fmt.Sprintf("a %s answer needs a value", a.Answer.State)
 	}
-	switch wire.SessionInputAnswerValueKind(a.Answer.Value.Kind) {
-	case wire.SessionInputAnswerValueKindText, wire.SessionInputAnswerValueKindNumber,
-		wire.SessionInputAnswerValueKindBoolean, wire.SessionInputAnswerValueKindSelected,
-		wire.SessionInputAnswerValueKindSelectedMany:
+	switch wire.ChatInputAnswerValueKind(a.Answer.Value.Kind) {
+	case wire.ChatInputAnswerValueKindText, wire.ChatInputAnswerValueKindNumber,
+		wire.ChatInputAnswerValueKindBoolean, wire.ChatInputAnswerValueKindSelected,
+		wire.ChatInputAnswerValueKindSelectedMany:
 	default:
 		return fmt.Sprintf("unknown answer value kind %q", a.Answer.Value.Kind)
 	}
@@ -259,25 +257,18 @@ func checkAnswerShape(raw []byte) string {
 
 // unansweredRequired returns the id of a required question that has no
 // submitted answer (in the request's synced answers or the final ones).
-func unansweredRequired(req *wire.SessionInputRequest, final map[string]wire.SessionInputAnswer) string {
+func unansweredRequired(req *wire.ChatInputRequest, final map[string]wire.ChatInputAnswer) string {
 	for _, q := range req.Questions {
-		b, err := json.Marshal(q)
-		if err != nil {
+		if r := q.Required(); r == nil || !*r {
 			continue
 		}
-		var v struct {
-			ID       string `json:"id"`
-			Required bool   `json:"required"`
-		}
-		if json.Unmarshal(b, &v) != nil || !v.Required {
-			continue
-		}
-		ans, ok := final[v.ID]
+		id := q.ID()
+		ans, ok := final[id]
 		if !ok {
-			ans, ok = req.Answers[v.ID]
+			ans, ok = req.Answers[id]
 		}
-		if !ok || ans.State() != string(wire.SessionInputAnswerStateSubmitted) {
-			return v.ID
+		if !ok || ans.State() != string(wire.ChatInputAnswerStateSubmitted) {
+			return id
 		}
 	}
 	return ""

@@ -1,0 +1,365 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// The session channel carries aggregates of its chats that the host keeps
+// in step with actions of its own, so that a client that only watches the
+// session (a session list, a phone) sees every chat's state and every
+// question waiting for an answer (docs/protocol-versions.md §5.5–5.7):
+//
+//   - the chat catalogue, session.chats, with session/chatUpdated;
+//   - the inputs the session waits for, session.inputNeeded, with
+//     session/inputNeededSet and session/inputNeededRemoved;
+//   - the session's entry in the root catalogue, with the
+//     root/sessionSummaryChanged notification.
+//
+// The host never changes a channel's state except through actions, so a
+// client's reduced state always equals a fresh snapshot.
+
+// chatSummaryOf is a chat's catalogue entry, as its state says.
+func chatSummaryOf(st *wire.ChatState) wire.ChatSummary {
+	return wire.ChatSummary{
+		Resource:           st.Resource,
+		Title:              st.Title,
+		Status:             st.Status,
+		Activity:           st.Activity,
+		ModifiedAt:         st.ModifiedAt,
+		Origin:             st.Origin,
+		Interactivity:      st.Interactivity,
+		WorkingDirectories: st.WorkingDirectories,
+	}
+}
+
+// chatSummaryChanges returns what changed from a to b, or nil.
+func chatSummaryChanges(a, b *wire.ChatSummary) *wire.PartialChatSummary {
+	var ch wire.PartialChatSummary
+	changed := false
+	if a.Title != b.Title {
+		ch.Title, changed = wire.Ptr(b.Title), true
+	}
+	if a.Status != b.Status {
+		ch.Status, changed = wire.Ptr(b.Status), true
+	}
+	if !equalPtr(a.Activity, b.Activity) {
+		// Activity cleared is sent as "", which clients show as none.
+		ch.Activity, changed = wire.Ptr(deref(b.Activity)), true
+	}
+	if a.ModifiedAt != b.ModifiedAt {
+		ch.ModifiedAt, changed = wire.Ptr(b.ModifiedAt), true
+	}
+	if !equalPtr(a.Interactivity, b.Interactivity) && b.Interactivity != nil {
+		ch.Interactivity, changed = b.Interactivity, true
+	}
+	if !slices.Equal(a.WorkingDirectories, b.WorkingDirectories) && b.WorkingDirectories != nil {
+		ch.WorkingDirectories, changed = slices.Clone(b.WorkingDirectories), true
+	}
+	if !sameJSON(a.Origin, b.Origin) && b.Origin != nil {
+		ch.Origin, changed = b.Origin, true
+	}
+	if !changed {
+		return nil
+	}
+	return &ch
+}
+
+// mirrorChatLocked writes a chat's changed summary into its session's
+// catalogue. Changes of modifiedAt alone are coalesced to one a second (a
+// busy turn touches it often and the catalogue needs no more). Called with
+// the group's mutex held.
+func (h *Host) mirrorChatLocked(ch *channel) {
+	sess := ch.group.session
+	if sess == nil || sess.removed {
+		return
+	}
+	cur := chatSummaryOf(ch.chat.st)
+	changes := chatSummaryChanges(&ch.chat.mirrored, &cur)
+	if changes == nil {
+		return
+	}
+	now := h.opts.Clock()
+	onlyTime := changes.ModifiedAt != nil && changes.Title == nil && changes.Status == nil && changes.Activity == nil &&
+		changes.Interactivity == nil && changes.WorkingDirectories == nil && changes.Origin == nil
+	if onlyTime && now-ch.chat.mirroredAt < 1000 {
+		return
+	}
+	ch.chat.mirrored, ch.chat.mirroredAt = cur, now
+	a := wire.Action(&wire.SessionChatUpdatedAction{Chat: ch.uri, Changes: *changes})
+	if _, err := h.applyLocked(sess, a, nil, nil); err != nil {
+		h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to update the chat catalogue")
+	}
+}
+
+// inputEntry is one session/inputNeeded entry a chat raises.
+type inputEntry struct {
+	id  string
+	req wire.SessionInputRequest
+	enc string
+}
+
+// chatInputs lists what a chat waits for: tool calls awaiting a
+// confirmation or their client, and unanswered input requests of the
+// active turn.
+func chatInputs(chat string, st *wire.ChatState) []inputEntry {
+	t := st.ActiveTurn
+	if t == nil {
+		return nil
+	}
+	var out []inputEntry
+	add := func(id string, v any) {
+		req := wire.NewSessionInputRequest(v)
+		b, err := json.Marshal(req)
+		if err != nil {
+			return
+		}
+		out = append(out, inputEntry{id: id, req: req, enc: string(b)})
+	}
+	for _, p := range t.ResponseParts {
+		switch part := p.Value.(type) {
+		case *wire.ToolCallResponsePart:
+			tc := part.ToolCall
+			id := chat + "#tool/" + tc.ToolCallID()
+			switch v := tc.Value.(type) {
+			case *wire.ToolCallPendingConfirmationState:
+				add(id, &wire.SessionToolConfirmationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolConfirmation,
+					TurnID: t.ID, ToolCall: wire.NewToolCallConfirmationState(v)})
+			case *wire.ToolCallPendingResultConfirmationState:
+				add(id, &wire.SessionToolConfirmationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolConfirmation,
+					TurnID: t.ID, ToolCall: wire.NewToolCallConfirmationState(v)})
+			case *wire.ToolCallAuthRequiredState:
+				add(id, &wire.SessionToolAuthenticationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolAuthentication,
+					TurnID: t.ID, ToolCall: *v})
+			case *wire.ToolCallRunningState:
+				if c, ok := v.Contributor.Value.(*wire.ToolCallClientContributor); ok && c != nil {
+					add(id, &wire.SessionToolClientExecutionRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolClientExecution,
+						TurnID: t.ID, ClientID: c.ClientID, ToolCall: tc})
+				}
+			}
+		case *wire.InputRequestResponsePart:
+			if part.Response == nil {
+				id := chat + "#input/" + part.Request.ID
+				add(id, &wire.SessionChatInputRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindChatInput, Request: part.Request})
+			}
+		}
+	}
+	return out
+}
+
+// refreshInputsLocked announces on the session what a chat newly waits
+// for, re-announces what changed and removes what was resolved. Called
+// with the group's mutex held.
+func (h *Host) refreshInputsLocked(ch *channel) {
+	sess := ch.group.session
+	if sess == nil || sess.removed {
+		return
+	}
+	cur := chatInputs(ch.uri, ch.chat.st)
+	if len(cur) == 0 && len(ch.chat.inputs) == 0 {
+		return
+	}
+	seen := make(map[string]bool, len(cur))
+	for _, e := range cur {
+		seen[e.id] = true
+		if prev, ok := ch.chat.inputs[e.id]; ok && prev == e.enc {
+			continue
+		}
+		if ch.chat.inputs == nil {
+			ch.chat.inputs = map[string]string{}
+		}
+		ch.chat.inputs[e.id] = e.enc
+		if _, err := h.applyLocked(sess, wire.Action(&wire.SessionInputNeededSetAction{Request: e.req}), nil, nil); err != nil {
+			h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to announce an input the session needs")
+		}
+	}
+	h.dropInputsLocked(ch, func(id string) bool { return !seen[id] })
+}
+
+// dropInputsLocked removes the chat's inputNeeded entries for which drop
+// says so, in a stable order.
+func (h *Host) dropInputsLocked(ch *channel, drop func(id string) bool) {
+	sess := ch.group.session
+	var gone []string
+	for id := range ch.chat.inputs {
+		if drop(id) {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		delete(ch.chat.inputs, id)
+		if sess == nil || sess.removed {
+			continue
+		}
+		if _, err := h.applyLocked(sess, wire.Action(&wire.SessionInputNeededRemovedAction{ID: id}), nil, nil); err != nil {
+			h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to withdraw an input the session needed")
+		}
+	}
+}
+
+// summaryOf computes a session's root-catalogue entry from its state and
+// its chats (docs/protocol-versions.md §5.6). Called with the group's
+// mutex held.
+func summaryOf(g *sessionGroup) wire.SessionSummary {
+	s := g.summary // identity: resource, provider, createdAt
+	st := g.session.session
+	s.Provider = st.Provider
+	s.Title = st.Title
+	s.Project = st.Project
+	s.WorkingDirectories = st.WorkingDirectories
+	s.Annotations = st.Annotations
+	def := ""
+	if d := g.defaultChat(); d != nil {
+		def = d.uri
+	}
+	s.Status = reducer.AggregateStatus(st.Status, st.Chats, def)
+	s.Activity = st.Activity
+	modified := s.ModifiedAt
+	for _, c := range g.chats {
+		if c.chat.st.ModifiedAt > modified {
+			modified = c.chat.st.ModifiedAt
+		}
+		if c.uri == def && s.Activity == nil {
+			s.Activity = c.chat.st.Activity
+		}
+	}
+	s.ModifiedAt = modified
+	return s
+}
+
+// summaryFields encodes a summary member by member for change detection.
+func summaryFields(s *wire.SessionSummary) map[string]json.RawMessage {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// refreshSummaryLocked announces a change of the session's root-catalogue
+// entry to root subscribers (root/sessionSummaryChanged, changed members
+// only). Changes that only move modifiedAt are coalesced to one per
+// second (the spec allows debouncing this notification). Called with the
+// group's mutex held.
+func (h *Host) refreshSummaryLocked(g *sessionGroup) {
+	if g == nil || g.session == nil || g.session.removed {
+		return
+	}
+	next := summaryOf(g)
+	before, after := summaryFields(&g.summary), summaryFields(&next)
+	changes := map[string]json.RawMessage{}
+	for k, v := range after {
+		switch k {
+		case "resource", "provider", "createdAt":
+			continue // identity members never change
+		}
+		if !bytes.Equal(before[k], v) {
+			changes[k] = v
+		}
+	}
+	for k := range before {
+		if _, still := after[k]; !still && k != "resource" && k != "provider" && k != "createdAt" {
+			changes[k] = json.RawMessage("null")
+		}
+	}
+	if len(changes) == 0 {
+		return
+	}
+	now := h.opts.Clock()
+	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
+		return
+	}
+	g.summary = next
+	g.lastSummaryNote = now
+	h.mu.Lock()
+	h.broadcastRootLocked("root/sessionSummaryChanged", map[string]any{"channel": RootURI, "session": g.session.uri, "changes": changes})
+	h.mu.Unlock()
+}
+
+// progressWatch is createSession's progress reporting to the connection
+// that asked for it (root/progress is about its own request, so no other
+// connection gets it).
+type progressWatch struct {
+	c     *conn
+	token string
+}
+
+// progressSteps is the total of createSession progress: announced, the
+// agent is up, the session is ready (or failed).
+const progressSteps = 2
+
+// reportProgressLocked sends one root/progress notification. Called with
+// the group's mutex held.
+func (h *Host) reportProgressLocked(g *sessionGroup, step int64, message string) {
+	p := g.progress
+	if p == nil {
+		return
+	}
+	params := wire.ProgressParams{Channel: RootURI, ProgressToken: p.token, Progress: step, Total: wire.Ptr[int64](progressSteps)}
+	if message != "" {
+		params.Message = wire.Ptr(message)
+	}
+	h.mu.Lock()
+	h.notifyLocked("root/progress", params, map[*conn]struct{}{p.c: {}})
+	h.mu.Unlock()
+}
+
+// finishProgressLocked ends createSession's progress once the session is
+// ready or has failed: the last report always has progress == total.
+func (h *Host) finishProgressLocked(g *sessionGroup) {
+	if g.progress == nil {
+		return
+	}
+	msg := "the session is ready"
+	if g.session.session.Lifecycle == wire.SessionLifecycleCreationFailed {
+		msg = "the session could not be created"
+	}
+	h.reportProgressLocked(g, progressSteps, msg)
+	g.progress = nil
+}
+
+// Progress reports a step of a session's creation (for example "the agent
+// has started") to the client that created it with a progressToken. It is
+// a no-op for other sessions or once the session is ready.
+func (h *Host) Progress(session, message string) {
+	ch := h.lookup(session)
+	if ch == nil || ch.kind != chanSession {
+		return
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !ch.removed {
+		h.reportProgressLocked(ch.group, 1, message)
+	}
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

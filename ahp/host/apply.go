@@ -1,0 +1,213 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// Dispatch submits a server-originated action on channel through the same
+// sequencer as client actions and returns its serverSeq. The envelope
+// carries no origin. It fails for an unknown channel or an action that
+// does not belong to the channel's kind (root/…, session/…, chat/…,
+// terminal/…).
+//
+// Dispatch takes ownership of the action: the reducer may keep parts of it
+// in the channel state, so the caller must not modify it afterwards.
+func (h *Host) Dispatch(channel string, a wire.StateAction) (int64, error) {
+	a = wire.NewStateAction(a.Value) // variant values become pointers
+	ch := h.lookup(channel)
+	if ch == nil {
+		return 0, errUnknownChannel(channel)
+	}
+	if err := checkScope(ch, a); err != nil {
+		return 0, err
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.removed {
+		return 0, errUnknownChannel(channel)
+	}
+	seq, err := h.applyLocked(ch, a, nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	h.settleLocked(ch)
+	return seq, nil
+}
+
+// checkScope refuses actions whose type prefix does not match the channel.
+func checkScope(ch *channel, a wire.StateAction) error {
+	t := a.Type()
+	if t == "" {
+		return fmt.Errorf("host: the action has no known type (%T)", a.Value)
+	}
+	if !strings.HasPrefix(t, ch.kind.actionPrefix()) {
+		return fmt.Errorf("host: action %s cannot be applied to %s channel %s", t, ch.kind, ch.uri)
+	}
+	return nil
+}
+
+// applyLocked reduces an (already validated) action into ch's state,
+// sequences and broadcasts it, then runs the follow-ups the action makes
+// due elsewhere (the chat catalogue, inputNeeded, the root catalogue).
+// Called with ch.mu held.
+func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionOrigin, sender *conn) (int64, error) {
+	actionJSON, err := encodeAction(a)
+	if err != nil {
+		return 0, fmt.Errorf("host: encoding action %s for %s: %w", a.Type(), ch.uri, err)
+	}
+	if err := h.reduce(ch, a); err != nil {
+		return 0, fmt.Errorf("host: applying %s to %s: %w", a.Type(), ch.uri, err)
+	}
+	seq := h.commit(ch, actionJSON, origin, sender)
+	h.followUp(ch, a)
+	return seq, nil
+}
+
+// reduce applies a to ch's state with the package reducer. Called with
+// ch.mu held. A reducer panic (a bug, or an action shape it cannot handle)
+// is turned into an error so a bad action never takes the server down.
+func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the reducer failed: %v", r)
+		}
+	}()
+	clock := reducer.Clock(h.opts.Clock)
+	switch ch.kind {
+	case chanRoot:
+		reducer.Root(ch.root, a, clock)
+	case chanSession:
+		reducer.Session(ch.session, a, clock)
+	case chanChat:
+		ch.chat.stream.Chat(ch.chat.st, a, clock)
+	case chanTerminal:
+		reducer.Terminal(ch.terminal, a, clock)
+	default:
+		return fmt.Errorf("channel %s has no reducer", ch.uri)
+	}
+	return nil
+}
+
+// followUp keeps what is derived from a channel's state in step after an
+// action: a chat's entry in its session's catalogue and the session's
+// inputNeeded list, the session's entry in the root catalogue, the root
+// terminal list, createSession's progress. Text streaming (the hot path)
+// changes none of them. Called with ch.mu held.
+func (h *Host) followUp(ch *channel, a wire.StateAction) {
+	switch ch.kind {
+	case chanChat:
+		switch a.Value.(type) {
+		case *wire.ChatDeltaAction, *wire.ChatReasoningAction, *wire.ChatToolCallDeltaAction:
+			return
+		}
+		h.mirrorChatLocked(ch)
+		h.refreshInputsLocked(ch)
+		h.refreshSummaryLocked(ch.group)
+	case chanSession:
+		h.refreshSummaryLocked(ch.group)
+		switch a.Value.(type) {
+		case *wire.SessionReadyAction, *wire.SessionCreationFailedAction:
+			h.finishProgressLocked(ch.group)
+		}
+	case chanTerminal:
+		switch a.Value.(type) {
+		case *wire.TerminalTitleChangedAction, *wire.TerminalClaimedAction, *wire.TerminalExitedAction:
+			h.refreshTerminalInfo(ch)
+		}
+	}
+}
+
+// settleLocked runs the server's follow-ups once a chat action has been
+// applied: a queued message starts the next turn when the chat is idle
+// (spec: Pending Message Consumption). Called with ch.mu held.
+func (h *Host) settleLocked(ch *channel) {
+	if ch.kind != chanChat || ch.removed {
+		return
+	}
+	st := ch.chat.st
+	if st.ActiveTurn != nil || len(st.QueuedMessages) == 0 {
+		return
+	}
+	if sess := ch.group.session; sess == nil || sess.session.Lifecycle != wire.SessionLifecycleReady {
+		return
+	}
+	q := st.QueuedMessages[0]
+	removed := wire.Action(&wire.ChatPendingMessageRemovedAction{Kind: wire.PendingMessageKindQueued, ID: q.ID})
+	if _, err := h.applyLocked(ch, removed, nil, nil); err != nil {
+		h.log.Error().Err(err).Str("channel", ch.uri).Msg("failed to consume a queued message")
+		return
+	}
+	started := wire.Action(&wire.ChatTurnStartedAction{
+		TurnID:          h.opts.NewID(),
+		StartedAt:       reducer.FormatTime(h.opts.Clock()),
+		Message:         q.Message,
+		QueuedMessageID: wire.Ptr(q.ID),
+	})
+	if _, err := h.applyLocked(ch, started, nil, nil); err != nil {
+		h.log.Error().Err(err).Str("channel", ch.uri).Msg("failed to start a turn from a queued message")
+		return
+	}
+	h.handoff(ch, started, wire.ActionOrigin{})
+}
+
+// workerFor returns ch's hand-off worker, starting it on first use.
+// Called with ch.mu held.
+func (h *Host) workerFor(ch *channel) *worker {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch.worker != nil || h.closed {
+		return ch.worker
+	}
+	w := newWorker(ch.uri)
+	ch.worker = w
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		w.run(h.ctx, h.deliver)
+	}()
+	return w
+}
+
+// handoff queues an accepted client action for Backend.ClientAction.
+// Called with ch.mu held, so jobs are queued in serverSeq order.
+func (h *Host) handoff(ch *channel, a wire.StateAction, origin wire.ActionOrigin) {
+	if h.backend == nil {
+		return
+	}
+	if w := h.workerFor(ch); w != nil {
+		w.push(handoffJob{action: a, origin: origin})
+	}
+}
+
+func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error().Interface("panic", r).Str("channel", channel).Str("action", j.action.Type()).
+				Msg("the backend panicked handling a client action")
+		}
+	}()
+	h.backend.ClientAction(ctx, channel, j.action, j.origin)
+}
+
+// removeChannel marks ch removed, forgets it and its subscriptions, and
+// stops its worker. Called with ch.mu held.
+func (h *Host) removeChannelLocked(ch *channel) {
+	ch.removed = true
+	h.mu.Lock()
+	delete(h.channels, ch.uri)
+	for c := range ch.subs {
+		delete(c.subs, ch.uri)
+	}
+	ch.subs = map[*conn]struct{}{}
+	w := ch.worker
+	ch.worker = nil
+	h.mu.Unlock()
+	if w != nil {
+		w.close()
+	}
+}

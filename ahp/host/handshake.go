@@ -1,0 +1,219 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// maxRememberedClients bounds the clientId → version memory that lets a
+// client resume with `reconnect` as the first message of a new connection.
+const maxRememberedClients = 10000
+
+// initializeParams is initialize's params read leniently: the version is
+// not known yet, so only what every version shares is read.
+type initializeParams struct {
+	ProtocolVersions     json.RawMessage `json:"protocolVersions"`
+	ClientID             string          `json:"clientId"`
+	InitialSubscriptions []string        `json:"initialSubscriptions"`
+}
+
+// initialize negotiates the protocol version and sends initial snapshots.
+func (h *Host) initialize(c *conn, m *inMessage) {
+	var p initializeParams
+	if err := decodeParams("initialize", m.params, &p); err != nil {
+		h.queue(c, encodeError(m.id, err))
+		return
+	}
+	var offered []string
+	if err := json.Unmarshal(p.ProtocolVersions, &offered); err != nil || p.ProtocolVersions == nil {
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: protocolVersions must be an array of version strings")))
+		return
+	}
+	if p.ClientID == "" {
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: clientId is required")))
+		return
+	}
+	if c.isInitialized() {
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest, "the connection is already initialized")))
+		return
+	}
+	v, err := codec.Negotiate(offered)
+	switch {
+	case errors.Is(err, codec.ErrMalformedVersion):
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: %v", err)))
+		return
+	case err != nil:
+		e := &Error{
+			Code:    CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("unsupported protocol version: %v", err),
+			Data:    wire.UnsupportedProtocolVersionErrorData{SupportedVersions: codec.Supported()},
+		}
+		c.log.Warn().Strs("offered", offered).Msg("protocol negotiation failed; closing the connection")
+		c.sendAndClose(encodeError(m.id, e), "protocol version negotiation failed")
+		return
+	}
+	h.mu.Lock()
+	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, codec.For(v, h.dir)
+	h.rememberLocked(p.ClientID, v)
+	h.mu.Unlock()
+	c.log.Debug().Str("client", p.ClientID).Str("version", v.String()).Msg("client initialized")
+
+	c.hold()
+	snaps := h.subscribeAll(c, p.InitialSubscriptions)
+	h.mu.Lock()
+	seq := h.seq
+	h.mu.Unlock()
+	res := initializeResult{
+		ProtocolVersion:             v.String(),
+		ServerSeq:                   seq,
+		ServerInfo:                  &wire.Implementation{Name: "ahp-bridge"},
+		Snapshots:                   snaps,
+		CompletionTriggerCharacters: h.opts.CompletionTriggerCharacters,
+	}
+	if h.opts.ServerVersion != "" {
+		res.ServerInfo.Version = wire.Ptr(h.opts.ServerVersion)
+	}
+	if h.opts.DefaultDirectory != "" {
+		res.DefaultDirectory = wire.Ptr(h.opts.DefaultDirectory)
+	}
+	frame := h.resultFrame(&request{c: c, id: m.id, method: "initialize"}, res)
+	h.stats.queued.Add(1)
+	c.release(frame)
+}
+
+// initializeResult is wire.InitializeResult with the snapshots' states
+// already encoded in the connection's dialect.
+type initializeResult struct {
+	ProtocolVersion             string               `json:"protocolVersion"`
+	ServerSeq                   int64                `json:"serverSeq"`
+	ServerInfo                  *wire.Implementation `json:"serverInfo,omitempty"`
+	Snapshots                   []snapshotOut        `json:"snapshots"`
+	DefaultDirectory            *string              `json:"defaultDirectory,omitempty"`
+	CompletionTriggerCharacters []string             `json:"completionTriggerCharacters,omitzero"`
+}
+
+// rememberLocked records the version a client negotiated, so that it may
+// resume later with `reconnect` as the first message of a new connection
+// (the official clients do). Called with h.mu held.
+func (h *Host) rememberLocked(clientID string, v codec.Version) {
+	if _, ok := h.clientVersions[clientID]; !ok && len(h.clientVersions) >= maxRememberedClients {
+		for k := range h.clientVersions { // forget an arbitrary one
+			delete(h.clientVersions, k)
+			break
+		}
+	}
+	h.clientVersions[clientID] = v
+}
+
+// reconnect replays missed envelopes from the ring, or sends fresh
+// snapshots when the gap cannot be replayed, in the dialect the client
+// negotiated when it initialized.
+func (h *Host) reconnect(c *conn, m *inMessage) {
+	var p wire.ReconnectParams
+	if err := decodeParams("reconnect", m.params, &p); err != nil {
+		h.queue(c, encodeError(m.id, err))
+		return
+	}
+	if p.ClientID == "" {
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: clientId is required")))
+		return
+	}
+	h.mu.Lock()
+	if !c.initialized {
+		v, known := h.clientVersions[p.ClientID]
+		if !known {
+			h.mu.Unlock()
+			h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest,
+				"client %s is not known to this server (it may have restarted): send initialize", p.ClientID)))
+			return
+		}
+		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, codec.For(v, h.dir)
+	} else if c.clientID != p.ClientID {
+		h.mu.Unlock()
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: this connection is client %s, not %s", c.clientID, p.ClientID)))
+		return
+	}
+	r := &request{c: c, id: m.id, method: "reconnect"}
+	if h.ring.canReplayFrom(p.LastSeenServerSeq, h.seq) {
+		// Replay under the sequencer lock: nothing can be sequenced between
+		// collecting the envelopes, subscribing and queueing the reply.
+		missing := []string{}
+		want := map[string]bool{}
+		for _, uri := range p.Subscriptions {
+			chans := h.channelsFor(c, uri)
+			ok := len(chans) > 0
+			for _, cu := range chans {
+				if h.channels[cu] == nil {
+					ok = false
+				}
+			}
+			if !ok {
+				if !slices.Contains(missing, uri) {
+					missing = append(missing, uri)
+				}
+				continue
+			}
+			for _, cu := range chans {
+				want[cu] = true
+				if _, subscribed := c.subs[cu]; !subscribed && len(c.subs) < h.opts.MaxSubscriptionsPerConn {
+					ch := h.channels[cu]
+					ch.subs[c] = struct{}{}
+					c.subs[cu] = ch
+				}
+			}
+		}
+		actions := []json.RawMessage{}
+		h.ring.after(p.LastSeenServerSeq, func(e *ringEntry) {
+			if !want[e.channel] {
+				return
+			}
+			if c.codec == nil {
+				actions = append(actions, e.env)
+				return
+			}
+			_, envs := h.translateEnvelope(c.codec, codec.Envelope{Channel: e.channel, Action: e.action, ServerSeq: e.seq, Origin: e.origin})
+			actions = append(actions, envs...)
+		})
+		res := struct {
+			Type    wire.ReconnectResultType `json:"type"`
+			Actions []json.RawMessage        `json:"actions"`
+			Missing []string                 `json:"missing"`
+		}{wire.ReconnectResultTypeReplay, actions, missing}
+		h.queue(c, h.resultFrame(r, res))
+		h.mu.Unlock()
+		h.releaseUnsubscribed(c.clientIDLocked(), p.Subscriptions)
+		return
+	}
+	h.mu.Unlock()
+	c.hold()
+	snaps := h.subscribeAll(c, p.Subscriptions)
+	res := struct {
+		Type      wire.ReconnectResultType `json:"type"`
+		Snapshots []snapshotOut            `json:"snapshots"`
+	}{wire.ReconnectResultTypeSnapshot, snaps}
+	frame := h.resultFrame(r, res)
+	h.stats.queued.Add(1)
+	c.release(frame)
+	h.releaseUnsubscribed(p.ClientID, p.Subscriptions)
+}
+
+// clientIDLocked returns the connection's clientId; called with h.mu held
+// or after the handshake (it never changes once set).
+func (c *conn) clientIDLocked() string { return c.clientID }
+
+// releaseUnsubscribed removes a reconnecting client from the active
+// clients of sessions it did not resubscribe to (spec: a client that
+// reconnects without the session in its subscriptions is no longer
+// active there).
+func (h *Host) releaseUnsubscribed(clientID string, subscriptions []string) {
+	keep := map[string]bool{}
+	for _, s := range subscriptions {
+		keep[s] = true
+	}
+	h.releaseActiveClient(clientID, func(session string) bool { return !keep[session] })
+}

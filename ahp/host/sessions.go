@@ -1,0 +1,550 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// draftParam is the member a codec adds to createSession's params to give
+// the new session's default chat a first draft (0.3.0 clients choose a
+// model when they create a session; 0.7.0 puts it on each message).
+const draftParam = "_ahpBridgeDraft"
+
+// reservedSchemes are URI schemes that name other kinds of channels, so a
+// session may not take them.
+var reservedSchemes = []string{"ahp-root:", "ahp-chat:", "ahp-terminal:", "ahp-resource-watch:", "ahp-changeset:"}
+
+// validSessionURI reports whether uri can name a session: any
+// "scheme:/path" URI (clients use ahp-session:/<uuid>, ahpx uses
+// <provider>:/<uuid>) except the schemes of other channel kinds.
+func validSessionURI(uri string) bool {
+	i := strings.Index(uri, ":/")
+	if i <= 0 || len(uri) <= i+2 {
+		return false
+	}
+	for _, r := range reservedSchemes {
+		if strings.HasPrefix(uri, r) {
+			return false
+		}
+	}
+	return !strings.ContainsAny(uri, " \t\r\n")
+}
+
+// createSession adds a session in the `creating` lifecycle, with its
+// default chat, announces it and asks the backend to start it.
+func (h *Host) createSession(ctx context.Context, r *request, uri string) {
+	var p wire.CreateSessionParams
+	if err := decodeParams("createSession", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	var extra struct {
+		Draft *wire.Message `json:"_ahpBridgeDraft"`
+	}
+	_ = json.Unmarshal(r.params, &extra) // decodeParams accepted the object
+	if !validSessionURI(uri) {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
+		return
+	}
+	if p.Fork != nil {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "forking sessions is not supported by this server"))
+		return
+	}
+	provider, agent, perr := h.pickProvider(p.Provider)
+	if perr != nil {
+		h.reply(r, nil, perr)
+		return
+	}
+	clientID := r.c.clientIDLocked()
+	if p.ActiveClient != nil && p.ActiveClient.ClientID != clientID {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "activeClient.clientId must be this connection's clientId %q", clientID))
+		return
+	}
+	dirs := p.WorkingDirectories
+	if len(dirs) > 1 && (agent.Capabilities == nil || agent.Capabilities.MultipleWorkingDirectories == nil) {
+		dirs = dirs[:1] // spec: without the capability, extra directories are ignored
+	}
+
+	now := h.opts.Clock()
+	nowISO := reducer.FormatTime(now)
+	st := &wire.SessionState{
+		Provider:           provider,
+		Title:              "",
+		Status:             wire.SessionStatusIdle,
+		WorkingDirectories: slices.Clone(dirs),
+		Lifecycle:          wire.SessionLifecycleCreating,
+		ActiveClients:      []wire.SessionActiveClient{},
+	}
+	if p.ActiveClient != nil {
+		st.ActiveClients = append(st.ActiveClients, *p.ActiveClient)
+	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	st.Config = &cfg
+
+	g := &sessionGroup{}
+	sess := newChannel(uri, chanSession)
+	sess.mu, sess.group, sess.session = &g.mu, g, st
+	g.session = sess
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeInternalError, "the server is shutting down"))
+		return
+	}
+	if _, exists := h.channels[uri]; exists {
+		h.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeSessionAlreadyExists, "session %s already exists", uri))
+		return
+	}
+	if h.sessions >= h.opts.MaxSessions {
+		h.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
+		return
+	}
+	// The default chat takes the session's id when it is free, which keeps
+	// URIs readable; a clash (another session's chat) gets a fresh id.
+	chatURI := "ahp-chat:/" + uri[strings.Index(uri, ":/")+2:]
+	if _, taken := h.channels[chatURI]; taken {
+		chatURI = "ahp-chat:/" + h.opts.NewID()
+	}
+	chat := h.newChatLocked(g, chatURI, wire.ChatState{
+		Resource:   chatURI,
+		Title:      "",
+		Status:     wire.SessionStatusIdle,
+		ModifiedAt: nowISO,
+		Origin:     &wire.ChatOrigin{Value: &wire.ChatOriginUser{Kind: wire.ChatOriginKindUser}},
+		Turns:      []wire.Turn{},
+		Draft:      extra.Draft,
+	})
+	st.Chats = []wire.ChatSummary{chat.chat.mirrored}
+	st.DefaultChat = wire.Ptr(chatURI)
+	g.summary = wire.SessionSummary{Resource: uri, Provider: provider, CreatedAt: nowISO, ModifiedAt: nowISO}
+	g.summary = summaryOf(g)
+	g.lastSummaryNote = now
+	if p.ProgressToken != nil {
+		g.progress = &progressWatch{c: r.c, token: *p.ProgressToken}
+	}
+	h.channels[uri] = sess
+	h.channels[chatURI] = chat
+	h.sessions++
+	h.dir.add(uri, chatURI)
+	h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: g.summary})
+	h.mu.Unlock()
+	h.reply(r, nil, nil)
+	h.updateActiveSessions()
+	g.mu.Lock()
+	h.reportProgressLocked(g, 0, fmt.Sprintf("starting the %s agent", provider))
+	g.mu.Unlock()
+	if h.backend != nil {
+		h.backend.CreateSession(h.ctx, uri, chatURI, p)
+	}
+}
+
+// newChatLocked makes a chat channel of group g. Called with h.mu held
+// (the channel is not reachable yet, so its own lock is not needed).
+func (h *Host) newChatLocked(g *sessionGroup, uri string, st wire.ChatState) *channel {
+	ch := newChannel(uri, chanChat)
+	ch.mu, ch.group = &g.mu, g
+	ch.chat = &chatData{st: &st}
+	ch.chat.mirrored = chatSummaryOf(ch.chat.st)
+	ch.chat.mirroredAt = h.opts.Clock()
+	g.chats = append(g.chats, ch)
+	return ch
+}
+
+func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
+	ch := h.lookup(uri)
+	if ch == nil || ch.kind != chanSession {
+		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
+		return
+	}
+	g := ch.group
+	g.mu.Lock()
+	if ch.removed {
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
+		return
+	}
+	for _, c := range g.chats {
+		h.removeChannelLocked(c)
+	}
+	h.removeChannelLocked(ch)
+	g.progress = nil
+	g.mu.Unlock()
+	h.mu.Lock()
+	h.sessions--
+	h.dir.remove(uri)
+	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
+	h.mu.Unlock()
+	h.updateActiveSessions()
+	if h.backend != nil {
+		h.backend.DisposeSession(h.ctx, uri)
+	}
+	h.reply(r, nil, nil)
+}
+
+// createChat adds a further chat to a session. Each chat is its own
+// conversation with the session's agent (an ACP agent runs it as another
+// of its sessions), so it needs the agent's multipleChats capability.
+func (h *Host) createChat(ctx context.Context, r *request, session string) {
+	var p wire.CreateChatParams
+	if err := decodeParams("createChat", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	sess := h.lookup(session)
+	if sess == nil || sess.kind != chanSession {
+		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", session))
+		return
+	}
+	if !strings.HasPrefix(p.Chat, "ahp-chat:/") || len(p.Chat) <= len("ahp-chat:/") {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: chat must be an ahp-chat:/<id> URI, got %q", p.Chat))
+		return
+	}
+	g := sess.group
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sess.removed {
+		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", session))
+		return
+	}
+	agent := h.agentInfo(sess.session.Provider)
+	caps := agent.Capabilities
+	if caps == nil || caps.MultipleChats == nil {
+		h.reply(r, nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider))
+		return
+	}
+	if p.Source != nil {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: the %s agent cannot fork chats or start side chats (its multipleChats capability offers neither)", sess.session.Provider))
+		return
+	}
+	for _, d := range p.WorkingDirectories {
+		if !slices.Contains(sess.session.WorkingDirectories, d) {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: %s is not one of the session's working directories", d))
+			return
+		}
+	}
+	if p.InitialMessage != nil && p.InitialMessage.Origin.Kind != wire.MessageKindUser {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: the initial message must be a user message"))
+		return
+	}
+	h.mu.Lock()
+	if _, taken := h.channels[p.Chat]; taken {
+		h.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeAlreadyExists, "chat %s already exists", p.Chat))
+		return
+	}
+	chat := h.newChatLocked(g, p.Chat, wire.ChatState{
+		Resource:           p.Chat,
+		Title:              "",
+		Status:             wire.SessionStatusIdle,
+		ModifiedAt:         reducer.FormatTime(h.opts.Clock()),
+		Origin:             &wire.ChatOrigin{Value: &wire.ChatOriginUser{Kind: wire.ChatOriginKindUser}},
+		WorkingDirectories: slices.Clone(p.WorkingDirectories),
+		Turns:              []wire.Turn{},
+	})
+	h.channels[p.Chat] = chat
+	h.mu.Unlock()
+	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionChatAddedAction{Summary: chat.chat.mirrored}), nil, nil); err != nil {
+		h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to add a chat to the catalogue")
+	}
+	h.reply(r, nil, nil)
+	if h.backend != nil {
+		// Outside the group lock: the backend may call back into the host.
+		g.mu.Unlock()
+		h.backend.CreateChat(h.ctx, session, p.Chat, p)
+		g.mu.Lock()
+		if chat.removed {
+			return
+		}
+	}
+	if p.InitialMessage != nil {
+		started := wire.Action(&wire.ChatTurnStartedAction{TurnID: h.opts.NewID(), StartedAt: reducer.FormatTime(h.opts.Clock()), Message: *p.InitialMessage})
+		if _, err := h.applyLocked(chat, started, nil, nil); err != nil {
+			h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to start a chat's first turn")
+			return
+		}
+		h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+	}
+}
+
+// disposeChat removes a chat that is not its session's default one.
+func (h *Host) disposeChat(ctx context.Context, r *request, uri string) {
+	ch := h.lookup(uri)
+	if ch == nil || ch.kind != chanChat {
+		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", uri))
+		return
+	}
+	g := ch.group
+	g.mu.Lock()
+	if ch.removed {
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", uri))
+		return
+	}
+	if g.defaultChat() == ch {
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeInvalidParams, "chat %s is its session's default chat; dispose the session instead", uri))
+		return
+	}
+	h.dropInputsLocked(ch, func(string) bool { return true })
+	h.removeChannelLocked(ch)
+	g.chats = slices.DeleteFunc(g.chats, func(c *channel) bool { return c == ch })
+	sess := g.session
+	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionChatRemovedAction{Chat: uri}), nil, nil); err != nil {
+		h.log.Error().Err(err).Str("chat", uri).Msg("failed to remove a chat from the catalogue")
+	}
+	g.mu.Unlock()
+	if h.backend != nil {
+		h.backend.DisposeChat(h.ctx, sess.uri, uri)
+	}
+	h.reply(r, nil, nil)
+}
+
+// listCursor is the position after which listSessions continues: the
+// catalogue is ordered by modifiedAt (newest first), then by URI.
+type listCursor struct {
+	ModifiedAt string `json:"m"`
+	Resource   string `json:"r"`
+}
+
+func encodeListCursor(s wire.SessionSummary) string {
+	b, _ := json.Marshal(listCursor{ModifiedAt: s.ModifiedAt, Resource: s.Resource})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeListCursor(s string) (listCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var c listCursor
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Resource == "" {
+		return listCursor{}, false
+	}
+	return c, true
+}
+
+// listSessions returns the session catalogue, most recently modified
+// first, a page at a time when the client gives a limit.
+func (h *Host) listSessions(_ context.Context, r *request, _ string) {
+	var p wire.ListSessionsParams
+	if err := decodeParams("listSessions", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	items := h.summaries()
+	if p.Cursor != nil {
+		cur, ok := decodeListCursor(*p.Cursor)
+		if !ok {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for listSessions: the cursor is not one this server gave out"))
+			return
+		}
+		i, _ := slices.BinarySearchFunc(items, cur, func(s wire.SessionSummary, c listCursor) int {
+			return cmp.Or(-cmp.Compare(s.ModifiedAt, c.ModifiedAt), cmp.Compare(s.Resource, c.Resource))
+		})
+		for i < len(items) && items[i].ModifiedAt == cur.ModifiedAt && items[i].Resource == cur.Resource {
+			i++
+		}
+		items = items[i:]
+	}
+	res := wire.ListSessionsResult{Items: items}
+	if p.Limit != nil {
+		if *p.Limit <= 0 {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for listSessions: limit must be positive"))
+			return
+		}
+		if int64(len(items)) > *p.Limit {
+			res.Items = items[:*p.Limit]
+			res.NextCursor = wire.Ptr(encodeListCursor(res.Items[len(res.Items)-1]))
+		}
+	}
+	h.reply(r, res, nil)
+}
+
+// summaries returns every live session's catalogue entry, most recently
+// modified first.
+func (h *Host) summaries() []wire.SessionSummary {
+	h.mu.Lock()
+	var groups []*sessionGroup
+	for _, ch := range h.channels {
+		if ch.kind == chanSession {
+			groups = append(groups, ch.group)
+		}
+	}
+	h.mu.Unlock()
+	items := make([]wire.SessionSummary, 0, len(groups))
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.session.removed {
+			items = append(items, summaryOf(g))
+		}
+		g.mu.Unlock()
+	}
+	slices.SortFunc(items, func(a, b wire.SessionSummary) int {
+		return cmp.Or(-cmp.Compare(a.ModifiedAt, b.ModifiedAt), cmp.Compare(a.Resource, b.Resource))
+	})
+	return items
+}
+
+// releaseActiveClient removes a client from the active clients of the
+// sessions match selects, unless another of its connections still
+// watches that session (spec: the host removes a client that unsubscribed,
+// disconnected, or reconnected without the session).
+func (h *Host) releaseActiveClient(clientID string, match func(session string) bool) {
+	if clientID == "" {
+		return
+	}
+	h.mu.Lock()
+	var groups []*sessionGroup
+	for _, ch := range h.channels {
+		if ch.kind != chanSession || !match(ch.uri) {
+			continue
+		}
+		watched := false
+		for c := range ch.subs {
+			if c.clientID == clientID {
+				watched = true
+				break
+			}
+		}
+		if !watched {
+			groups = append(groups, ch.group)
+		}
+	}
+	h.mu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		sess := g.session
+		if !sess.removed && slices.ContainsFunc(sess.session.ActiveClients, func(a wire.SessionActiveClient) bool { return a.ClientID == clientID }) {
+			if _, err := h.applyLocked(sess, wire.Action(&wire.SessionActiveClientRemovedAction{ClientID: clientID}), nil, nil); err != nil {
+				h.log.Error().Err(err).Msg("failed to remove an active client")
+			}
+		}
+		g.mu.Unlock()
+	}
+}
+
+// resolveConfig is the initial config of a new session: the backend's
+// schema for the provider when it can describe one, with the values the
+// client asked for laid over the backend's defaults. Every session has a
+// config, so that session/configChanged always has values to merge into.
+func (h *Host) resolveConfig(ctx context.Context, provider string, requested map[string]any) wire.SessionConfigState {
+	cfg := wire.SessionConfigState{
+		Schema: wire.SessionConfigSchema{Type: "object", Properties: map[string]wire.SessionConfigPropertySchema{}},
+		Values: map[string]any{},
+	}
+	if r, ok := h.backend.(ConfigResolver); ok {
+		cfg = r.ResolveSessionConfig(ctx, provider)
+		if cfg.Schema.Properties == nil {
+			cfg.Schema.Properties = map[string]wire.SessionConfigPropertySchema{}
+		}
+		if cfg.Schema.Type == "" {
+			cfg.Schema.Type = "object"
+		}
+		if cfg.Values == nil {
+			cfg.Values = map[string]any{}
+		}
+	}
+	for k, v := range requested {
+		cfg.Values[k] = v
+	}
+	return cfg
+}
+
+// resolveSessionConfig answers the root command of the same name.
+func (h *Host) resolveSessionConfig(ctx context.Context, r *request, _ string) {
+	var p wire.ResolveSessionConfigParams
+	if err := decodeParams("resolveSessionConfig", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	provider, _, perr := h.pickProvider(p.Provider)
+	if perr != nil && p.Provider != nil && *p.Provider != "" {
+		h.reply(r, nil, perr)
+		return
+	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	h.reply(r, wire.ResolveSessionConfigResult{Schema: cfg.Schema, Values: cfg.Values}, nil)
+}
+
+// sessionConfigCompletions offers the values of a dynamic-enum config
+// property: those the schema lists that match the query.
+func (h *Host) sessionConfigCompletions(ctx context.Context, r *request, _ string) {
+	var p wire.SessionConfigCompletionsParams
+	if err := decodeParams("sessionConfigCompletions", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	provider, _, perr := h.pickProvider(p.Provider)
+	if perr != nil && p.Provider != nil && *p.Provider != "" {
+		h.reply(r, nil, perr)
+		return
+	}
+	cfg := h.resolveConfig(ctx, provider, p.Config)
+	prop, ok := cfg.Schema.Properties[p.Property]
+	if !ok {
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for sessionConfigCompletions: the %s agent has no setting %q", provider, p.Property))
+		return
+	}
+	q := strings.ToLower(deref(p.Query))
+	res := wire.SessionConfigCompletionsResult{Items: []wire.SessionConfigValueItem{}}
+	for i, v := range prop.Enum {
+		s := fmt.Sprint(v)
+		label := s
+		if i < len(prop.EnumLabels) {
+			label = prop.EnumLabels[i]
+		}
+		if q != "" && !strings.Contains(strings.ToLower(s), q) && !strings.Contains(strings.ToLower(label), q) {
+			continue
+		}
+		item := wire.SessionConfigValueItem{Value: s, Label: label}
+		if i < len(prop.EnumDescriptions) {
+			item.Description = wire.Ptr(prop.EnumDescriptions[i])
+		}
+		res.Items = append(res.Items, item)
+	}
+	h.reply(r, res, nil)
+}
+
+// pickProvider returns the provider a command names, or the first agent of
+// the root state when it names none, with its root entry.
+func (h *Host) pickProvider(requested *string) (string, wire.AgentInfo, *Error) {
+	var agents []wire.AgentInfo
+	h.ReadRoot(func(r *wire.RootState) { agents = slices.Clone(r.Agents) })
+	var names []string
+	for _, a := range agents {
+		names = append(names, a.Provider)
+		if requested != nil && *requested == a.Provider {
+			return a.Provider, a, nil
+		}
+	}
+	switch {
+	case requested != nil && *requested != "":
+		return "", wire.AgentInfo{}, Errorf(CodeProviderNotFound, "no agent for provider %q; this server has [%s]", *requested, strings.Join(names, ", "))
+	case len(agents) > 0:
+		return agents[0].Provider, agents[0], nil
+	default:
+		return "", wire.AgentInfo{}, Errorf(CodeProviderNotFound, "no agent providers are configured on this server")
+	}
+}
+
+// agentInfo returns a provider's root entry (zero when unknown). It takes
+// the root lock, which comes after a group's in the lock order.
+func (h *Host) agentInfo(provider string) wire.AgentInfo {
+	var out wire.AgentInfo
+	h.ReadRoot(func(r *wire.RootState) {
+		for _, a := range r.Agents {
+			if a.Provider == provider {
+				out = a
+			}
+		}
+	})
+	return out
+}

@@ -1,0 +1,172 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+)
+
+// snapshotOut is the wire Snapshot with the state already encoded in the
+// connection's dialect.
+type snapshotOut struct {
+	Resource string          `json:"resource"`
+	State    json.RawMessage `json:"state"`
+	FromSeq  int64           `json:"fromSeq"`
+}
+
+// channelsFor returns the host channels a subscription to uri means on c.
+func (h *Host) channelsFor(c *conn, uri string) []string {
+	if c.codec == nil {
+		return []string{uri}
+	}
+	return c.codec.Channels(uri)
+}
+
+// view is how much of a chat's history a subscriber asked for.
+type view struct {
+	turns int // 0: everything retained
+}
+
+// snapshotAndSubscribe takes a snapshot of uri in c's dialect and
+// subscribes c to every host channel behind it in one step with respect to
+// the sequencer: every action on them sequenced after the snapshot has
+// serverSeq > FromSeq and reaches c.
+func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, *Error) {
+	names := h.channelsFor(c, uri)
+	if len(names) == 0 {
+		return nil, notFoundError(uri)
+	}
+	chans := make([]*channel, len(names))
+	for i, n := range names {
+		if chans[i] = h.lookup(n); chans[i] == nil {
+			return nil, notFoundError(uri)
+		}
+	}
+	// The channels behind one URI are one channel, or a session and its
+	// chats, which share their group's mutex.
+	mu := chans[0].mu
+	for _, ch := range chans[1:] {
+		if ch.mu != mu {
+			return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("the channels behind %s cannot be read at once", uri)}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	states := make([]any, len(chans))
+	for i, ch := range chans {
+		if ch.removed {
+			return nil, notFoundError(uri)
+		}
+		states[i] = ch.state()
+		if ch.kind == chanChat && v.turns > 0 {
+			states[i] = tail(ch.uri, ch.chat.st, v.turns)
+		}
+	}
+	var st []byte
+	var err error
+	if c.codec == nil {
+		st, err = json.Marshal(states[0])
+	} else {
+		st, err = c.codec.Snapshot(uri, states)
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("encoding the state of %s: %v", uri, err)}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	added := 0
+	for _, ch := range chans {
+		if _, already := c.subs[ch.uri]; !already {
+			added++
+		}
+	}
+	if added > 0 && len(c.subs)+added > h.opts.MaxSubscriptionsPerConn {
+		return nil, Errorf(CodeInvalidRequest, "subscription limit reached: a connection may hold at most %d subscriptions", h.opts.MaxSubscriptionsPerConn)
+	}
+	for _, ch := range chans {
+		ch.subs[c] = struct{}{}
+		c.subs[ch.uri] = ch
+	}
+	return &snapshotOut{Resource: uri, State: st, FromSeq: h.seq}, nil
+}
+
+// tail returns a copy of a chat's state that holds only its last n
+// completed turns, with a cursor to page in the older ones (subscribe's
+// view.turns). The copy shares everything with the live state, so it may
+// only be encoded, under the chat's lock.
+func tail(chat string, st *wire.ChatState, n int) *wire.ChatState {
+	if n >= len(st.Turns) {
+		return st
+	}
+	cp := *st
+	cp.Turns = st.Turns[len(st.Turns)-n:]
+	cp.TurnsNextCursor = wire.Ptr(turnsCursor(chat, cp.Turns[0].ID))
+	return &cp
+}
+
+// subscribeAll snapshots and subscribes to every known channel in uris;
+// unknown ones are skipped (and logged).
+func (h *Host) subscribeAll(c *conn, uris []string) []snapshotOut {
+	snaps := []snapshotOut{}
+	seen := map[string]bool{}
+	for _, uri := range uris {
+		if seen[uri] {
+			continue
+		}
+		seen[uri] = true
+		s, err := h.snapshotAndSubscribe(c, uri, view{})
+		if err != nil {
+			c.log.Debug().Str("channel", uri).Str("error", err.Message).Msg("skipping a subscription")
+			continue
+		}
+		snaps = append(snaps, *s)
+	}
+	return snaps
+}
+
+func (h *Host) subscribe(_ context.Context, r *request, uri string) {
+	var p wire.SubscribeParams
+	if err := decodeParams("subscribe", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	var v view
+	if p.View != nil && p.View.Turns != nil {
+		if *p.View.Turns < 0 {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for subscribe: view.turns must not be negative"))
+			return
+		}
+		v.turns = int(min(*p.View.Turns, int64(MaxFetchTurnsLimit)))
+	}
+	c := r.c
+	c.hold()
+	snap, err := h.snapshotAndSubscribe(c, uri, v)
+	var frame []byte
+	if err != nil {
+		frame = encodeError(r.id, err)
+	} else {
+		frame = h.resultFrame(r, struct {
+			Snapshot *snapshotOut `json:"snapshot"`
+		}{snap})
+	}
+	h.stats.queued.Add(1)
+	c.release(frame)
+}
+
+// unsubscribe ends c's subscription to uri (and the host channels behind
+// it). A client that stops watching a session is no longer one of its
+// active clients (spec: session/activeClientRemoved).
+func (h *Host) unsubscribe(c *conn, uri string) {
+	h.mu.Lock()
+	for _, n := range h.channelsFor(c, uri) {
+		if ch, ok := c.subs[n]; ok {
+			delete(ch.subs, c)
+			delete(c.subs, n)
+		}
+	}
+	clientID := c.clientID
+	h.mu.Unlock()
+	h.releaseActiveClient(clientID, func(session string) bool { return session == uri })
+}
