@@ -173,10 +173,10 @@ func (h *Host) workerFor(ch *channel) *worker {
 	return w
 }
 
-// handoff queues an accepted client action for Backend.ClientAction.
+// handoff queues an accepted client action for Handler.ClientAction.
 // Called with ch.mu held, so jobs are queued in serverSeq order.
 func (h *Host) handoff(ch *channel, a wire.StateAction, origin wire.ActionOrigin) {
-	if h.backend == nil {
+	if h.handler == nil {
 		return
 	}
 	if w := h.workerFor(ch); w != nil {
@@ -188,10 +188,10 @@ func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
 	defer func() {
 		if r := recover(); r != nil {
 			h.log.Error().Interface("panic", r).Str("channel", channel).Str("action", j.action.Type()).
-				Msg("the backend panicked handling a client action")
+				Msg("the handler panicked handling a client action")
 		}
 	}()
-	h.backend.ClientAction(ctx, channel, j.action, j.origin)
+	h.handler.ClientAction(ctx, channel, j.action, j.origin)
 }
 
 // removeChannel marks ch removed, forgets it and its subscriptions, and

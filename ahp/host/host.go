@@ -8,7 +8,7 @@
 // so the sequencer never knows which versions are connected.
 //
 // The layer behind it (agents, permission policy) plugs in through the
-// Backend interface and submits server-originated actions with Dispatch.
+// Handler interface and submits server-originated actions with Dispatch.
 package host
 
 import (
@@ -120,14 +120,14 @@ type counters struct {
 	panics     atomic.Int64 // recovered panics while handling messages (bugs)
 }
 
-// Host is an AHP server. Create it with New, call SetBackend, then serve
+// Host is an AHP server. Create it with New, call SetHandler, then serve
 // connections with ServeConn; Close ends everything.
 type Host struct {
 	opts    Options
 	log     zerolog.Logger
-	backend Backend
+	handler Handler
 
-	ctx    context.Context // cancelled by Close; parent of backend calls
+	ctx    context.Context // cancelled by Close; parent of handler calls
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // channel workers
 
@@ -204,8 +204,8 @@ func New(opts Options) *Host {
 	return h
 }
 
-// SetBackend installs the backend. Call it before serving connections.
-func (h *Host) SetBackend(b Backend) { h.backend = b }
+// SetHandler installs the handler. Call it before serving connections.
+func (h *Host) SetHandler(b Handler) { h.handler = b }
 
 // Stats returns a snapshot of the counters.
 func (h *Host) Stats() Stats {
@@ -219,7 +219,7 @@ func (h *Host) Stats() Stats {
 }
 
 // Close ends every connection, stops the channel workers and cancels
-// backend calls in flight. Connections served afterwards are refused.
+// handler calls in flight. Connections served afterwards are refused.
 // It does not wait for ServeConn calls to return; their callers do.
 func (h *Host) Close() {
 	h.mu.Lock()

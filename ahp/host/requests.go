@@ -25,7 +25,7 @@ func (h *Host) async(r *request, serve func() (any, *Error)) {
 		defer c.endRequest()
 		defer func() {
 			if p := recover(); p != nil {
-				c.log.Error().Interface("panic", p).Str("method", r.method).Msg("the backend panicked")
+				c.log.Error().Interface("panic", p).Str("method", r.method).Msg("the handler panicked")
 				h.reply(r, nil, Errorf(CodeInternalError, "internal error in %s", r.method))
 			}
 		}()
@@ -34,7 +34,7 @@ func (h *Host) async(r *request, serve func() (any, *Error)) {
 	}()
 }
 
-// completions asks the backend for the completions of a chat's input.
+// completions asks the handler for the completions of a chat's input.
 func (h *Host) completions(ctx context.Context, r *request, uri string) {
 	var p wire.CompletionsParams
 	if err := decodeParams("completions", r.params, &p); err != nil {
@@ -45,12 +45,12 @@ func (h *Host) completions(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, notFoundError(uri))
 		return
 	}
-	if h.backend == nil {
+	if h.handler == nil {
 		h.reply(r, wire.CompletionsResult{Items: []wire.CompletionItem{}}, nil)
 		return
 	}
 	h.async(r, func() (any, *Error) {
-		res, err := h.backend.Completions(ctx, p)
+		res, err := h.handler.Completions(ctx, p)
 		if err != nil {
 			return nil, asRPCError(err)
 		}
@@ -71,12 +71,12 @@ func (h *Host) resourceRead(ctx context.Context, r *request, _ string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for resourceRead: uri is required"))
 		return
 	}
-	if h.backend == nil {
+	if h.handler == nil {
 		h.reply(r, nil, Errorf(CodeNotFound, "%s not found", p.URI))
 		return
 	}
 	h.async(r, func() (any, *Error) {
-		res, err := h.backend.ResourceRead(ctx, p)
+		res, err := h.handler.ResourceRead(ctx, p)
 		if err != nil {
 			return nil, asRPCError(err)
 		}

@@ -39,7 +39,7 @@ func validSessionURI(uri string) bool {
 }
 
 // createSession adds a session in the `creating` lifecycle, with its
-// default chat, announces it and asks the backend to start it.
+// default chat, announces it and asks the handler to start it.
 func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	var p wire.CreateSessionParams
 	if err := decodeParams("createSession", r.params, &p); err != nil {
@@ -144,8 +144,8 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	g.mu.Lock()
 	h.reportProgressLocked(g, 0, fmt.Sprintf("starting the %s agent", provider))
 	g.mu.Unlock()
-	if h.backend != nil {
-		h.backend.CreateSession(h.ctx, uri, chatURI, p)
+	if h.handler != nil {
+		h.handler.CreateSession(h.ctx, uri, chatURI, p)
 	}
 }
 
@@ -186,8 +186,8 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
 	h.mu.Unlock()
 	h.updateActiveSessions()
-	if h.backend != nil {
-		h.backend.DisposeSession(h.ctx, uri)
+	if h.handler != nil {
+		h.handler.DisposeSession(h.ctx, uri)
 	}
 	h.reply(r, nil, nil)
 }
@@ -258,10 +258,10 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to add a chat to the catalogue")
 	}
 	h.reply(r, nil, nil)
-	if h.backend != nil {
-		// Outside the group lock: the backend may call back into the host.
+	if h.handler != nil {
+		// Outside the group lock: the handler may call back into the host.
 		g.mu.Unlock()
-		h.backend.CreateChat(h.ctx, session, p.Chat, p)
+		h.handler.CreateChat(h.ctx, session, p.Chat, p)
 		g.mu.Lock()
 		if chat.removed {
 			return
@@ -304,8 +304,8 @@ func (h *Host) disposeChat(ctx context.Context, r *request, uri string) {
 		h.log.Error().Err(err).Str("chat", uri).Msg("failed to remove a chat from the catalogue")
 	}
 	g.mu.Unlock()
-	if h.backend != nil {
-		h.backend.DisposeChat(h.ctx, sess.uri, uri)
+	if h.handler != nil {
+		h.handler.DisposeChat(h.ctx, sess.uri, uri)
 	}
 	h.reply(r, nil, nil)
 }
@@ -431,16 +431,16 @@ func (h *Host) releaseActiveClient(clientID string, match func(session string) b
 	}
 }
 
-// resolveConfig is the initial config of a new session: the backend's
+// resolveConfig is the initial config of a new session: the handler's
 // schema for the provider when it can describe one, with the values the
-// client asked for laid over the backend's defaults. Every session has a
+// client asked for laid over the handler's defaults. Every session has a
 // config, so that session/configChanged always has values to merge into.
 func (h *Host) resolveConfig(ctx context.Context, provider string, requested map[string]any) wire.SessionConfigState {
 	cfg := wire.SessionConfigState{
 		Schema: wire.SessionConfigSchema{Type: "object", Properties: map[string]wire.SessionConfigPropertySchema{}},
 		Values: map[string]any{},
 	}
-	if r, ok := h.backend.(ConfigResolver); ok {
+	if r, ok := h.handler.(ConfigResolver); ok {
 		cfg = r.ResolveSessionConfig(ctx, provider)
 		if cfg.Schema.Properties == nil {
 			cfg.Schema.Properties = map[string]wire.SessionConfigPropertySchema{}

@@ -6,11 +6,11 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// Backend is what the host needs from the layer behind it (package bridge in
+// Handler is the layer behind the host (package bridge in
 // the real program, a fake in tests). The host owns all AHP state and
-// sequencing; the backend owns agents. Every method is called outside the
-// host's locks, so a Backend may call back into the Host (Dispatch, …).
-type Backend interface {
+// sequencing; the handler owns agents. Every method is called outside the
+// host's locks, so a Handler may call back into the Host (Dispatch, …).
+type Handler interface {
 	// CreateSession is called after the host has added the session in the
 	// `creating` lifecycle, with its default chat, and announced it. The
 	// backend must eventually dispatch `session/ready` or
@@ -24,7 +24,7 @@ type Backend interface {
 
 	// CreateChat is called after the host has added a further chat to a
 	// session and announced it (session/chatAdded). The chat takes turns at
-	// once; a backend that needs time to open it must hold the first
+	// once; a handler that needs time to open it must hold the first
 	// prompt until it can run it.
 	CreateChat(ctx context.Context, session, chat string, params wire.CreateChatParams)
 
@@ -41,15 +41,15 @@ type Backend interface {
 	ClientAction(ctx context.Context, channel string, action wire.StateAction, origin wire.ActionOrigin)
 
 	// Completions answers the `completions` command (its channel is a
-	// chat); an empty result when the backend has none.
+	// chat); an empty result when the handler has none.
 	Completions(ctx context.Context, params wire.CompletionsParams) (wire.CompletionsResult, error)
 
-	// ResourceRead answers `resourceRead` for URIs the backend serves (for
+	// ResourceRead answers `resourceRead` for URIs the handler serves (for
 	// example the old and new text of a file edit).
 	ResourceRead(ctx context.Context, params wire.ResourceReadParams) (wire.ResourceReadResult, error)
 }
 
-// ConfigResolver is implemented by a Backend that can describe a provider's
+// ConfigResolver is implemented by a Handler that can describe a provider's
 // session settings before a session exists (from what its agent reported
 // earlier). The host uses it for `resolveSessionConfig` and for the initial
 // config of every new session. It must not block on starting an agent.
