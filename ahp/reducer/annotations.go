@@ -18,13 +18,13 @@ func Annotations(s *wire.AnnotationsState, a wire.StateAction, clock Clock) {
 	switch a := actionValue(a).(type) {
 	case *wire.AnnotationsSetAction:
 		ann := clone(a.Annotation)
-		if i := annotation(s, ann.ID); i >= 0 {
+		if i := annotationIndex(s, ann.ID); i >= 0 {
 			s.Annotations[i] = ann
 			return
 		}
 		s.Annotations = append(s.Annotations, ann)
 	case *wire.AnnotationsUpdatedAction:
-		i := annotation(s, a.AnnotationID)
+		i := annotationIndex(s, a.AnnotationID)
 		if i < 0 {
 			return
 		}
@@ -42,43 +42,43 @@ func Annotations(s *wire.AnnotationsState, a wire.StateAction, clock Clock) {
 			ann.Resolved = *a.Resolved
 		}
 	case *wire.AnnotationsRemovedAction:
-		if i := annotation(s, a.AnnotationID); i >= 0 {
+		if i := annotationIndex(s, a.AnnotationID); i >= 0 {
 			s.Annotations = slices.Delete(s.Annotations, i, i+1)
 		}
 	case *wire.AnnotationsEntrySetAction:
-		i := annotation(s, a.AnnotationID)
+		i := annotationIndex(s, a.AnnotationID)
 		if i < 0 {
 			return
 		}
 		ann := &s.Annotations[i]
 		entry := clone(a.Entry)
-		if j := annotationEntry(ann, entry.ID); j >= 0 {
+		if j := annotationEntryIndex(ann, entry.ID); j >= 0 {
 			ann.Entries[j] = entry
 			return
 		}
 		ann.Entries = append(ann.Entries, entry)
 	case *wire.AnnotationsEntryRemovedAction:
-		// Removing the last entry leaves an empty annotation, which the
-		// protocol forbids producers to cause but the reducer does not
-		// repair: collapsing it here would hide the producer's mistake from
-		// every client differently.
-		i := annotation(s, a.AnnotationID)
+		// Removing the last entry leaves an empty annotation. Producers
+		// must remove the annotation instead; the reducer does not repair
+		// their mistake, as the reference reducer does not, so that every
+		// client of every implementation shows the same state.
+		i := annotationIndex(s, a.AnnotationID)
 		if i < 0 {
 			return
 		}
 		ann := &s.Annotations[i]
-		if j := annotationEntry(ann, a.EntryID); j >= 0 {
+		if j := annotationEntryIndex(ann, a.EntryID); j >= 0 {
 			ann.Entries = slices.Delete(ann.Entries, j, j+1)
 		}
 	}
 }
 
-// annotation returns the index of the annotation id in s, or -1.
-func annotation(s *wire.AnnotationsState, id string) int {
+// annotationIndex returns the index of the annotation id in s, or -1.
+func annotationIndex(s *wire.AnnotationsState, id string) int {
 	return slices.IndexFunc(s.Annotations, func(a wire.Annotation) bool { return a.ID == id })
 }
 
-// annotationEntry returns the index of the entry id in ann, or -1.
-func annotationEntry(ann *wire.Annotation, id string) int {
+// annotationEntryIndex returns the index of the entry id in ann, or -1.
+func annotationEntryIndex(ann *wire.Annotation, id string) int {
 	return slices.IndexFunc(ann.Entries, func(e wire.AnnotationEntry) bool { return e.ID == id })
 }

@@ -22,13 +22,13 @@ func Changeset(s *wire.ChangesetState, a wire.StateAction, clock Clock) {
 		}
 	case *wire.ChangesetFileSetAction:
 		file := clone(a.File)
-		if i := changesetFile(s, file.ID); i >= 0 {
+		if i := changesetFileIndex(s, file.ID); i >= 0 {
 			s.Files[i] = file
 			return
 		}
 		s.Files = append(s.Files, file)
 	case *wire.ChangesetFileRemovedAction:
-		if i := changesetFile(s, a.FileID); i >= 0 {
+		if i := changesetFileIndex(s, a.FileID); i >= 0 {
 			s.Files = slices.Delete(s.Files, i, i+1)
 		}
 	case *wire.ChangesetFilesReviewChangedAction:
@@ -69,7 +69,7 @@ func Changeset(s *wire.ChangesetState, a wire.StateAction, clock Clock) {
 	}
 }
 
-// changesetFile returns the index of the file id in s, or -1.
-func changesetFile(s *wire.ChangesetState, id string) int {
+// changesetFileIndex returns the index of the file id in s, or -1.
+func changesetFileIndex(s *wire.ChangesetState, id string) int {
 	return slices.IndexFunc(s.Files, func(f wire.ChangesetFile) bool { return f.ID == id })
 }

@@ -26,13 +26,13 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	// The chat catalogue, keyed by chat URI.
 	case *wire.SessionChatAddedAction:
 		sum := clone(a.Summary)
-		if i := sessionChat(s, sum.Resource); i >= 0 {
+		if i := sessionChatIndex(s, sum.Resource); i >= 0 {
 			s.Chats[i] = sum
 			return
 		}
 		s.Chats = append(s.Chats, sum)
 	case *wire.SessionChatRemovedAction:
-		i := sessionChat(s, a.Chat)
+		i := sessionChatIndex(s, a.Chat)
 		if i < 0 {
 			return
 		}
@@ -43,7 +43,7 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 			s.DefaultChat = nil
 		}
 	case *wire.SessionChatUpdatedAction:
-		if i := sessionChat(s, a.Chat); i >= 0 {
+		if i := sessionChatIndex(s, a.Chat); i >= 0 {
 			mergeChatSummary(&s.Chats[i], a.Changes)
 		}
 	case *wire.SessionDefaultChatChangedAction:
@@ -55,9 +55,9 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	case *wire.SessionTitleChangedAction:
 		s.Title = a.Title
 	case *wire.SessionIsReadChangedAction:
-		s.Status = withStatusFlag(s.Status, wire.SessionStatusIsRead, a.IsRead)
+		s.Status = setSessionFlag(s.Status, wire.SessionStatusIsRead, a.IsRead)
 	case *wire.SessionIsArchivedChangedAction:
-		s.Status = withStatusFlag(s.Status, wire.SessionStatusIsArchived, a.IsArchived)
+		s.Status = setSessionFlag(s.Status, wire.SessionStatusIsArchived, a.IsArchived)
 	case *wire.SessionActivityChangedAction:
 		s.Activity = clone(a.Activity)
 	case *wire.SessionChangesetsChangedAction:
@@ -75,13 +75,13 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	// Active clients, keyed by clientId.
 	case *wire.SessionActiveClientSetAction:
 		c := clone(a.ActiveClient)
-		if i := activeClient(s, c.ClientID); i >= 0 {
+		if i := activeClientIndex(s, c.ClientID); i >= 0 {
 			s.ActiveClients[i] = c
 			return
 		}
 		s.ActiveClients = append(s.ActiveClients, c)
 	case *wire.SessionActiveClientRemovedAction:
-		if i := activeClient(s, a.ClientID); i >= 0 {
+		if i := activeClientIndex(s, a.ClientID); i >= 0 {
 			s.ActiveClients = slices.Delete(s.ActiveClients, i, i+1)
 		}
 
@@ -91,9 +91,8 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 			s.WorkingDirectories = append(s.WorkingDirectories, a.Directory)
 		}
 	case *wire.SessionWorkingDirectoryRemovedAction:
-		// The emptied set stays present ([]), unlike inputNeeded below: no
-		// working directory is a state the session is in, not an absence
-		// of information.
+		// The emptied set stays present ([]), unlike inputNeeded below,
+		// whose absence is what "nothing outstanding" looks like.
 		if i := slices.Index(s.WorkingDirectories, a.Directory); i >= 0 {
 			s.WorkingDirectories = slices.Delete(s.WorkingDirectories, i, i+1)
 		}
@@ -101,14 +100,14 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	// Session-level input requests, keyed by id; the activity bits follow.
 	case *wire.SessionInputNeededSetAction:
 		req := clone(a.Request)
-		if i := inputNeeded(s, req.ID()); i >= 0 {
+		if i := inputNeededIndex(s, req.ID()); i >= 0 {
 			s.InputNeeded[i] = req
 		} else {
 			s.InputNeeded = append(s.InputNeeded, req)
 		}
 		s.Status = WithInputNeeded(s.Status, true)
 	case *wire.SessionInputNeededRemovedAction:
-		i := inputNeeded(s, a.ID)
+		i := inputNeededIndex(s, a.ID)
 		if i < 0 {
 			return
 		}
@@ -152,8 +151,8 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	}
 }
 
-// withStatusFlag sets or clears the flag bits f of status.
-func withStatusFlag(status, f wire.SessionStatus, set bool) wire.SessionStatus {
+// setSessionFlag sets or clears the flag bits f of status.
+func setSessionFlag(status, f wire.SessionStatus, set bool) wire.SessionStatus {
 	if set {
 		return status.With(f)
 	}
@@ -187,17 +186,17 @@ func mergeChatSummary(sum *wire.ChatSummary, changes wire.PartialChatSummary) {
 	}
 }
 
-// sessionChat returns the index of the chat uri in the catalogue, or -1.
-func sessionChat(s *wire.SessionState, uri string) int {
+// sessionChatIndex returns the index of the chat uri in the catalogue, or -1.
+func sessionChatIndex(s *wire.SessionState, uri string) int {
 	return slices.IndexFunc(s.Chats, func(c wire.ChatSummary) bool { return c.Resource == uri })
 }
 
-// activeClient returns the index of the active client id, or -1.
-func activeClient(s *wire.SessionState, id string) int {
+// activeClientIndex returns the index of the active client id, or -1.
+func activeClientIndex(s *wire.SessionState, id string) int {
 	return slices.IndexFunc(s.ActiveClients, func(c wire.SessionActiveClient) bool { return c.ClientID == id })
 }
 
-// inputNeeded returns the index of the input request id, or -1.
-func inputNeeded(s *wire.SessionState, id string) int {
+// inputNeededIndex returns the index of the input request id, or -1.
+func inputNeededIndex(s *wire.SessionState, id string) int {
 	return slices.IndexFunc(s.InputNeeded, func(r wire.SessionInputRequest) bool { return r.ID() == id })
 }
