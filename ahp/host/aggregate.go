@@ -219,14 +219,16 @@ func summaryOf(g *sessionGroup) wire.SessionSummary {
 		def = d.uri
 	}
 	s.Status = reducer.AggregateStatus(st.Status, st.Chats, def)
+	// The activity shown is the session's own, else that of the chat
+	// whose status the aggregate shows.
 	s.Activity = st.Activity
+	if i := reducer.AggregateChat(st.Chats, def); s.Activity == nil && i >= 0 {
+		s.Activity = st.Chats[i].Activity
+	}
 	modified := s.ModifiedAt
-	for _, c := range g.chats {
+	for _, c := range g.chats { // live states: the catalogue's times are coalesced
 		if c.chat.st.ModifiedAt > modified {
 			modified = c.chat.st.ModifiedAt
-		}
-		if c.uri == def && s.Activity == nil {
-			s.Activity = c.chat.st.Activity
 		}
 	}
 	s.ModifiedAt = modified

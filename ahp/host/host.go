@@ -12,8 +12,8 @@
 package host
 
 import (
-	"crypto/rand"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"

@@ -69,17 +69,17 @@ type request struct {
 // handled before the table. Methods a codec may route to (codec.Internal*)
 // are only reachable through a codec.
 var commands = map[string]func(h *Host, ctx context.Context, r *request, channel string){
-	"subscribe":                (*Host).subscribe,
-	"createSession":            (*Host).createSession,
-	"disposeSession":           (*Host).disposeSession,
-	"createChat":               (*Host).createChat,
-	"disposeChat":              (*Host).disposeChat,
-	"listSessions":             (*Host).listSessions,
-	"fetchTurns":               (*Host).fetchTurns,
-	"completions":              (*Host).completions,
-	"resourceRead":             (*Host).resourceRead,
-	"resolveSessionConfig":     (*Host).resolveSessionConfig,
-	"sessionConfigCompletions": (*Host).sessionConfigCompletions,
+	"subscribe":                  (*Host).subscribe,
+	"createSession":              (*Host).createSession,
+	"disposeSession":             (*Host).disposeSession,
+	"createChat":                 (*Host).createChat,
+	"disposeChat":                (*Host).disposeChat,
+	"listSessions":               (*Host).listSessions,
+	"fetchTurns":                 (*Host).fetchTurns,
+	"completions":                (*Host).completions,
+	"resourceRead":               (*Host).resourceRead,
+	"resolveSessionConfig":       (*Host).resolveSessionConfig,
+	"sessionConfigCompletions":   (*Host).sessionConfigCompletions,
 	codec.InternalFetchTurnsPage: (*Host).fetchTurnsPage,
 }
 

@@ -212,38 +212,61 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	g := sess.group
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if sess.removed {
-		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", session))
+	chat, err := h.addChatLocked(sess, p)
+	g.mu.Unlock()
+	if err != nil {
+		h.reply(r, nil, err)
 		return
+	}
+	h.reply(r, nil, nil)
+	if h.handler != nil {
+		h.handler.CreateChat(h.ctx, session, p.Chat, p)
+	}
+	if p.InitialMessage == nil {
+		return
+	}
+	// Started after CreateChat returned, so the handler knows the chat
+	// before it is handed the turn.
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if chat.removed {
+		return
+	}
+	started := wire.Action(&wire.ChatTurnStartedAction{TurnID: h.opts.NewID(), StartedAt: reducer.FormatTime(h.opts.Clock()), Message: *p.InitialMessage})
+	if _, err := h.applyLocked(chat, started, nil, nil); err != nil {
+		h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to start a chat's first turn")
+		return
+	}
+	h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+}
+
+// addChatLocked checks a createChat request against the session and adds
+// the chat to it (session/chatAdded). Called with the group's mutex held.
+func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, *Error) {
+	if sess.removed {
+		return nil, Errorf(CodeSessionNotFound, "session %s does not exist", sess.uri)
 	}
 	agent := h.agentInfo(sess.session.Provider)
-	caps := agent.Capabilities
-	if caps == nil || caps.MultipleChats == nil {
-		h.reply(r, nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider))
-		return
+	if caps := agent.Capabilities; caps == nil || caps.MultipleChats == nil {
+		return nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider)
 	}
 	if p.Source != nil {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: the %s agent cannot fork chats or start side chats (its multipleChats capability offers neither)", sess.session.Provider))
-		return
+		return nil, Errorf(CodeInvalidParams, "invalid params for createChat: the %s agent cannot fork chats or start side chats (its multipleChats capability offers neither)", sess.session.Provider)
 	}
 	for _, d := range p.WorkingDirectories {
 		if !slices.Contains(sess.session.WorkingDirectories, d) {
-			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: %s is not one of the session's working directories", d))
-			return
+			return nil, Errorf(CodeInvalidParams, "invalid params for createChat: %s is not one of the session's working directories", d)
 		}
 	}
 	if p.InitialMessage != nil && p.InitialMessage.Origin.Kind != wire.MessageKindUser {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: the initial message must be a user message"))
-		return
+		return nil, Errorf(CodeInvalidParams, "invalid params for createChat: the initial message must be a user message")
 	}
 	h.mu.Lock()
 	if _, taken := h.channels[p.Chat]; taken {
 		h.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeAlreadyExists, "chat %s already exists", p.Chat))
-		return
+		return nil, Errorf(CodeAlreadyExists, "chat %s already exists", p.Chat)
 	}
-	chat := h.newChatLocked(g, p.Chat, wire.ChatState{
+	chat := h.newChatLocked(sess.group, p.Chat, wire.ChatState{
 		Resource:           p.Chat,
 		Title:              "",
 		Status:             wire.SessionStatusIdle,
@@ -257,24 +280,7 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionChatAddedAction{Summary: chat.chat.mirrored}), nil, nil); err != nil {
 		h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to add a chat to the catalogue")
 	}
-	h.reply(r, nil, nil)
-	if h.handler != nil {
-		// Outside the group lock: the handler may call back into the host.
-		g.mu.Unlock()
-		h.handler.CreateChat(h.ctx, session, p.Chat, p)
-		g.mu.Lock()
-		if chat.removed {
-			return
-		}
-	}
-	if p.InitialMessage != nil {
-		started := wire.Action(&wire.ChatTurnStartedAction{TurnID: h.opts.NewID(), StartedAt: reducer.FormatTime(h.opts.Clock()), Message: *p.InitialMessage})
-		if _, err := h.applyLocked(chat, started, nil, nil); err != nil {
-			h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to start a chat's first turn")
-			return
-		}
-		h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
-	}
+	return chat, nil
 }
 
 // disposeChat removes a chat that is not its session's default one.

@@ -148,4 +148,3 @@ func (h *Host) RemoveTerminal(channel string) {
 		return out
 	})
 }
-
