@@ -49,12 +49,3 @@ func (c *chatFamily) Request(method string, params json.RawMessage) (string, jso
 func (c *chatFamily) Result(method string, result json.RawMessage) (json.RawMessage, *Error) {
 	return result, nil
 }
-
-// actionType reads the "type" member of an encoded action.
-func actionType(action json.RawMessage) string {
-	var t struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(action, &t)
-	return t.Type
-}
