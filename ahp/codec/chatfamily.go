@@ -154,18 +154,28 @@ func (c *chatFamily) Envelope(e Envelope) []Envelope {
 	tree, err := decodeTree(e.Action)
 	a, ok := tree.(map[string]any)
 	if err != nil || !ok {
-		// The host encoded it, so this cannot happen; sending it as it is
-		// beats losing it.
-		return []Envelope{e}
+		// The host encoded it, so this cannot happen; like the pass-through,
+		// the codec does not police the host's JSON, only what the version
+		// knows.
+		return c.untranslated(t, e)
 	}
 	if !c.downAction(t, a) {
 		return nil
 	}
 	out, err := wire.Marshal(a)
 	if err != nil {
-		return []Envelope{e}
+		return c.untranslated(t, e)
 	}
 	e.Action = out
+	return []Envelope{e}
+}
+
+// untranslated is what Envelope sends when it cannot rewrite an action: the
+// action as it is, if the version knows its type.
+func (c *chatFamily) untranslated(t string, e Envelope) []Envelope {
+	if !ActionKnownTo(t, c.v) {
+		return nil
+	}
 	return []Envelope{e}
 }
 
@@ -321,12 +331,11 @@ func (c *chatFamily) Request(method string, params json.RawMessage) (string, jso
 	switch {
 	case method == "createSession" && c.f.singleWorkingDirectory:
 		up = func(p map[string]any) {
-			wd, ok := p["workingDirectory"]
-			if !ok {
-				return
-			}
+			wd, _ := p["workingDirectory"].(string)
 			delete(p, "workingDirectory")
-			p["workingDirectories"] = []any{wd}
+			if wd != "" {
+				p["workingDirectories"] = []any{wd}
+			}
 		}
 	case method == "createChat" && c.f.untypedForkSource:
 		up = func(p map[string]any) {
