@@ -119,9 +119,12 @@ func (c *chatFamily) Snapshot(uri string, states []any) (json.RawMessage, error)
 	case *wire.ChatState:
 		down = c.chat
 	case *wire.TerminalState, *wire.ChangesetState, *wire.AnnotationsState, *wire.ResourceWatchState:
-		// Nothing these channels carry changed shape since 0.5.0; the
-		// members added since (TerminalState.isPty, ChangesetFile.reviewed)
-		// are ignored by older clients.
+		// Nothing these channels carry changed shape since 0.5.0: older
+		// clients ignore TerminalState.isPty, and ChangesetFile.reviewed,
+		// when present, means to 0.5.2 what it means to 0.7.0. (An absent
+		// one reads "review unsupported" to 0.5.2; only the session's
+		// changeset list says whether review is supported, which a
+		// stateless codec cannot see here.)
 	default:
 		return nil, Errorf(wire.CodeInternalError, "a %s snapshot of %s cannot be made from a %T", c.v, uri, states[0])
 	}
