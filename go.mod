@@ -1,6 +1,6 @@
 module github.com/ahp-bridge/ahp-bridge
 
-go 1.24
+go 1.25
 
 require (
 	github.com/coder/acp-go-sdk v0.13.5
