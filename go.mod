@@ -4,6 +4,7 @@ go 1.25
 
 require (
 	github.com/coder/acp-go-sdk v0.13.5
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/rs/zerolog v1.35.1
 	github.com/stretchr/testify v1.12.1
