@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -113,4 +114,16 @@ func noTempFiles(t *testing.T, dir string) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// readString reads a whole file through the sandbox; safe off the test
+// goroutine.
+func readString(ctx context.Context, s *Sandbox, name string) (string, error) {
+	f, err := s.Open(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	return string(b), err
 }
