@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -94,4 +100,52 @@ func TestReadmeConfigExampleLoads(t *testing.T) {
 	for _, key := range []string{"`agents[].args`", "`agents[].cwd`"} {
 		assert.Contains(t, section, key, "the README explains %s", key)
 	}
+}
+
+// TestReadmeTryItCommandsWork is finding 7 of issue 11, end to end: the
+// README's `serve --acp demo="$(pwd)/ahp-bridge demo-agent"` and `client`
+// lines, run through a shell from the folder holding the binary, complete
+// a turn. Two changes keep it a test: port 0 instead of 8081, and
+// --approve-all since there is no one to ask.
+func TestReadmeTryItCommandsWork(t *testing.T) {
+	var serveLine, clientLine string
+	for _, l := range strings.Split(readmeSection(t, "## Try it"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "./ahp-bridge serve "):
+			serveLine = l
+		case strings.HasPrefix(l, "./ahp-bridge client "):
+			clientLine = l
+		}
+	}
+	require.Contains(t, serveLine, `--acp demo="$(pwd)/ahp-bridge demo-agent"`)
+	require.NotEmpty(t, clientLine)
+
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(bridgetest.Binary(t), filepath.Join(dir, "ahp-bridge")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# A project\n"), 0o644))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	serve := exec.CommandContext(ctx, "/bin/sh", "-c", "exec "+strings.Replace(serveLine, ":8081", ":0", 1))
+	serve.Dir = dir
+	stdout, err := serve.StdoutPipe()
+	require.NoError(t, err)
+	serveErr := &lockedWriter{w: &bytes.Buffer{}}
+	serve.Stderr = serveErr
+	require.NoError(t, serve.Start())
+	t.Cleanup(func() { _ = serve.Process.Kill(); _ = serve.Wait() })
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan(), "no READY line; stderr:\n%s", readLocked(serveErr))
+	url, ok := strings.CutPrefix(sc.Text(), "READY ")
+	require.True(t, ok, "first line %q", sc.Text())
+
+	quotedURL := regexp.MustCompile(`'ws://[^']*'`)
+	line := quotedURL.ReplaceAllString(clientLine, "'"+url+"'")
+	line = strings.Replace(line, "./ahp-bridge client ", "./ahp-bridge client --approve-all ", 1)
+	client := exec.CommandContext(ctx, "/bin/sh", "-c", line)
+	client.Dir = dir
+	out, err := client.CombinedOutput()
+	require.NoError(t, err, "%s\n%s\nserve stderr:\n%s", line, out, readLocked(serveErr))
+	assert.Contains(t, string(out), "# A project", "the agent read the README of the client's directory")
+	assert.Contains(t, string(out), "Done.")
 }
