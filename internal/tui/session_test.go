@@ -201,6 +201,7 @@ func TestWaitsForAnotherClientAndSaysSo(t *testing.T) {
 		Interrupts: make(chan struct{}), Name: "ahp-bridge client", WaitHint: "hint: use --approve-all or --deny-all",
 	})
 	uri := sessionOf(t, other)
+	quiet(t, h, uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
 	_, err := other.Subscribe(t.Context(), uri)
 	require.NoError(t, err)
 	st, err := other.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
@@ -229,7 +230,7 @@ func TestWaitHintSaidOnce(t *testing.T) {
 	_, err := creator.Subscribe(t.Context(), uri)
 	require.NoError(t, err)
 	interrupts := make(chan struct{}, 1)
-	out, errOut, done := startRun(t, c, Options{Session: uri}, "", IO{Interrupts: interrupts, WaitHint: "the hint"})
+	out, errOut, done := startFollow(t, c, Options{Session: uri}, IO{Interrupts: interrupts, WaitHint: "the hint"})
 	for range 2 {
 		turn := startTurn(t, creator, uri, "tool")
 		st, err := creator.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
@@ -246,6 +247,35 @@ func TestWaitHintSaidOnce(t *testing.T) {
 	interrupts <- struct{}{}
 	assert.Equal(t, ExitOK, waitCode(t, done))
 	assert.Equal(t, 1, strings.Count(errOut.String(), "the hint"), "stderr:\n%s", errOut.String())
+}
+
+// quiet waits until the fake host's session satisfies cond, a point where
+// its turn script waits for a client. The fake host encodes a subscribe's
+// snapshot outside its lock, so a client must not subscribe while a
+// script is emitting (a data race in fakehost, not in the client).
+func quiet(t *testing.T, h *fakehost.Host, uri string, cond func(*wire.SessionState) bool) {
+	t.Helper()
+	eventually(t, func() bool {
+		st, ok := h.Session(uri)
+		return ok && cond(st)
+	}, "the fake host's session never reached the expected state")
+}
+
+// startFollow opens the session (so that it is subscribed when this
+// returns) and follows it in the background until interrupted.
+func startFollow(t *testing.T, c *client.Client, opts Options, sio IO) (out, errOut *syncBuffer, done <-chan int) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	sio.Stdin, sio.Stdout, sio.Stderr = strings.NewReader(""), out, errOut
+	s, err := Open(t.Context(), c, opts, sio)
+	require.NoError(t, err)
+	ch := make(chan int, 1)
+	go func() {
+		defer s.Close()
+		code, _ := s.Follow(t.Context(), false)
+		ch <- code
+	}()
+	return out, errOut, ch
 }
 
 func startTurn(t *testing.T, c *client.Client, uri, text string) string {
@@ -296,6 +326,7 @@ func TestPromptQueuedWhileBusy(t *testing.T) {
 	_, err := creator.Subscribe(t.Context(), uri)
 	require.NoError(t, err)
 	startTurn(t, creator, uri, "wait")
+	quiet(t, h, uri, func(s *wire.SessionState) bool { return s.ActiveTurn != nil && len(s.ActiveTurn.ResponseParts) == 1 })
 
 	interrupts := make(chan struct{}, 1)
 	out, errOut, done := startRun(t, c, Options{Session: uri}, "and then?", IO{Interrupts: interrupts, Name: "ahp-bridge client"})
@@ -323,11 +354,10 @@ func TestFollowAnswersConfirmations(t *testing.T) {
 	_, err := creator.Subscribe(t.Context(), uri)
 	require.NoError(t, err)
 	first := startTurn(t, creator, uri, "tool")
-	_, err = creator.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
-	require.NoError(t, err)
+	quiet(t, h, uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
 
 	interrupts := make(chan struct{}, 1)
-	out, errOut, done := startRun(t, c, Options{Session: uri, ApproveAll: true}, "", IO{Interrupts: interrupts})
+	out, errOut, done := startFollow(t, c, Options{Session: uri, ApproveAll: true}, IO{Interrupts: interrupts})
 	waitTurnEnd(t, creator, uri, first)
 	second := startTurn(t, creator, uri, "tool again")
 	waitTurnEnd(t, creator, uri, second)
