@@ -92,12 +92,12 @@ func TestConfigProblemsNameKeys(t *testing.T) {
 		{"unknown top-level key", "{\n  \"listen\": \"127.0.0.1:0\",\n  \"approval\": \"all\"\n}", nil, `:3:3: unknown key approval`},
 		{"broken JSON", "{\n  \"listen\": \"127.0.0.1:0\",,\n}", nil, `:2:27: broken JSON: invalid character ','`},
 		{"cut short", `{"agents": [`, nil, `:1:13: broken JSON: the file ends in the middle of a value`},
-		{"bad value", `{"approve": "maybe"}`, nil, `:1:13: approve "maybe": want ask, all, reads or none`},
+		{"bad value", `{"approve": "maybe"}`, nil, `:1:13: approve: unknown approval policy "maybe": want ask, all, reads or none`},
 		{"bad limit", `{"maxPendingRequests": -2}`, nil, `:1:24: maxPendingRequests -2: must be at least 1`},
 		{"missing command", `{"agents": [{"id": "a"}]}`, nil, `:1:13: agents[0].command: the command of provider a is missing`},
 		{"bad command", `{"agents": [{"id": "a", "command": "x 'y"}]}`, nil, `:1:36: agents[0].command: the command has an unterminated ' quote`},
 		{"duplicate id", `{"agents": [{"id": "a", "command": "x"}], "agentChannels": [{"id": "a", "url": "ws://h/"}]}`, nil, `:1:68: agentChannels[0].id: provider id "a" is used twice`},
-		{"the flag wins and is named", `{"approve": "all"}`, []string{"--approve", "maybe"}, `--approve "maybe": want ask, all, reads or none`},
+		{"the flag wins and is named", `{"approve": "all"}`, []string{"--approve", "maybe"}, `--approve: unknown approval policy "maybe"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.file)

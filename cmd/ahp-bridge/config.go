@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // Config is everything `serve` can be told, by flags or by a --config file.
@@ -290,10 +291,8 @@ func (c *Config) name(key string) string {
 }
 
 func (c *Config) validate() error {
-	switch c.Approve {
-	case "ask", "all", "reads", "none":
-	default:
-		return usagef("%s %q: want ask, all, reads or none", c.name("approve"), c.Approve)
+	if _, err := mapping.ParsePolicy(c.Approve); err != nil {
+		return usagef("%s: %v", c.name("approve"), err)
 	}
 	switch c.LogFormat {
 	case "console", "json":

@@ -57,6 +57,11 @@ func TestDemoJoinHintWorks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("the demo printed no join command; stdout:\n%s", readLocked(demoOutW))
 	}
+	// A person pastes the command while the demo's turn runs; a test could
+	// be quicker than the demo's own first prompt. Join once the tool call
+	// waits for the approver's 3-second countdown.
+	require.Eventually(t, func() bool { return strings.Contains(readLocked(demoOutW), "⚙ Read README.md") },
+		60*time.Second, 10*time.Millisecond, "the demo's turn did not reach its tool call; stdout:\n%s", readLocked(demoOutW))
 
 	// Exactly as printed, through a shell: the quoting must hold.
 	join := exec.CommandContext(ctx, "/bin/sh", "-c", line)

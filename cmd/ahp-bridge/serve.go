@@ -23,6 +23,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // shutdownGrace is how long agents get to exit after their stdin closes.
@@ -107,9 +108,13 @@ func newServer(cfg Config, log zerolog.Logger) (*server, error) {
 		s.wireLog = wl
 		opts.WireLog = wl.write
 	}
+	policy, err := mapping.ParsePolicy(cfg.Approve)
+	if err != nil {
+		return nil, usagef("%s: %v", cfg.name("approve"), err)
+	}
 	s.host = host.New(opts)
 	s.bridge = bridge.New(providers, bridge.Options{
-		Approve: cfg.Approve,
+		Approve: policy,
 		Logger:  log.With().Str("component", "bridge").Logger(),
 	})
 	s.bridge.Attach(s.host)
