@@ -116,9 +116,14 @@ func TestReducerFixtures(t *testing.T) {
 	require.GreaterOrEqual(t, len(names), fixtureCount, "expected all %d reducer fixtures in %s", fixtureCount, dir)
 	only := map[string]bool{}
 	for _, k := range strings.Split(os.Getenv("REDUCER_FIXTURES"), ",") {
-		if k != "" {
-			only[k] = true
+		if k == "" {
+			continue
 		}
+		// A misspelt kind would otherwise select nothing and pass.
+		if _, ok := newState(k); !ok {
+			t.Fatalf("REDUCER_FIXTURES names %q, which is not a reducer kind", k)
+		}
+		only[k] = true
 	}
 	for _, name := range names {
 		b, err := os.ReadFile(filepath.Join(dir, name))
