@@ -43,6 +43,16 @@ const (
 	// the sender's current entry, and rejects the action when the sender
 	// has none (the 0.3.0 reducer ignores it then).
 	SenderClientID = "_ahpBridgeSender"
+
+	// SelectionMeta is the draft _meta member that marks a chat/draftChanged
+	// translated from 0.3.0's session/modelChanged ("model") or
+	// session/agentChanged ("agent"). Such a draft is blank and carries only
+	// the selection the 0.3.0 client changed; the host completes it with the
+	// other one from the current draft (0.3.0 keeps model and agent
+	// independently, a 0.7.0 draft replaces both at once). The mark stays in
+	// the draft so that its echo to 0.3.0 starts with the action the client
+	// sent, and a 0.3.0 agent clear (no agent, mark "agent") stays a clear.
+	SelectionMeta = "ahpBridge/v030Selection"
 )
 
 func (c *v030) Version() Version { return V030 }
@@ -277,7 +287,7 @@ func createSessionUp(params json.RawMessage) (json.RawMessage, *Error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, Errorf(wire.CodeInternalError, "createSession: %v", err)
 	}
-	draft := selectionDraft(upModel(p.Model), upAgent(p.Agent))
+	draft := selectionDraft(upModel(p.Model), upAgent(p.Agent), "")
 	if m[DraftParam], err = wire.Marshal(draft); err != nil {
 		return nil, Errorf(wire.CodeInternalError, "createSession: %v", err)
 	}

@@ -36,6 +36,9 @@ var chatToSession = map[wire.ActionType]w3.ActionType{
 	wire.ActionTypeChatInputAnswerChanged:      w3.ActionTypeSessionInputAnswerChanged,
 	wire.ActionTypeChatInputCompleted:          w3.ActionTypeSessionInputCompleted,
 	wire.ActionTypeChatTruncated:               w3.ActionTypeSessionTruncated,
+	// A 0.3.0 session shows its default chat's activity (see
+	// projectSession), which changes with the chat's own action.
+	wire.ActionTypeChatActivityChanged: w3.ActionTypeSessionActivityChanged,
 }
 
 // sameIn030 lists the 0.7.0 actions that 0.3.0 knows under the same name,
@@ -126,7 +129,7 @@ func downAction(raw json.RawMessage) ([]json.RawMessage, error) {
 		return nil, nil // an action type 0.7.0 does not know either
 	case *wire.ChatTurnStartedAction:
 		fixMessage(&v.Message)
-		sel, err := selectionActions(v.Message.Model, v.Message.Agent, false)
+		sel, err := selectionActions(v.Message.Model, v.Message.Agent, "")
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +154,7 @@ func downAction(raw json.RawMessage) ([]json.RawMessage, error) {
 		if v.Draft == nil {
 			return nil, nil
 		}
-		return selectionActions(v.Draft.Model, v.Draft.Agent, blankSelection(v.Draft))
+		return selectionActions(v.Draft.Model, v.Draft.Agent, changedSelection(v.Draft))
 	case *wire.SessionActiveClientSetAction:
 		ac, err := via[*w3.SessionActiveClient](&v.ActiveClient)
 		if err != nil {
@@ -200,10 +203,12 @@ func downAction(raw json.RawMessage) ([]json.RawMessage, error) {
 }
 
 // selectionActions are the 0.3.0 actions that show a message's model and
-// agent selection. blank says the message selects nothing on purpose (a
-// blank draft), which clears the 0.3.0 agent; otherwise a missing agent
-// leaves it alone.
-func selectionActions(model *wire.ModelSelection, agent *wire.AgentSelection, blank bool) ([]json.RawMessage, error) {
+// agent selection, the model first unless changed (a draft's
+// SelectionMeta) says a 0.3.0 client changed the agent: the first action
+// is the echo of the client's own. A missing model or agent changes
+// nothing in 0.3.0, except a changed agent that is missing: a 0.3.0 agent
+// clear.
+func selectionActions(model *wire.ModelSelection, agent *wire.AgentSelection, changed string) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	if model != nil {
 		b, err := w3.Marshal(w3.Action(&w3.SessionModelChangedAction{Model: *downModel(model)}))
@@ -212,12 +217,16 @@ func selectionActions(model *wire.ModelSelection, agent *wire.AgentSelection, bl
 		}
 		out = append(out, b)
 	}
-	if agent != nil || blank {
+	if agent != nil || changed == "agent" {
 		b, err := w3.Marshal(w3.Action(&w3.SessionAgentChangedAction{Agent: downAgent(agent)}))
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, b)
+		if changed == "agent" {
+			out = append([]json.RawMessage{b}, out...)
+		} else {
+			out = append(out, b)
+		}
 	}
 	return out, nil
 }

@@ -272,29 +272,33 @@ func clone070[T any](v *T) (*T, error) {
 	return &c, nil
 }
 
-// selection is the model and agent a 0.3.0 session summary shows: the
-// default chat's draft, else the message of the active turn, else that of
-// the last turn. A blank draft that selects nothing (empty text, no
-// attachments, no model, no agent) is how a 0.3.0 client's
-// session/agentChanged without an agent arrives (see up.go), so it clears
-// the agent instead of falling back to the turns.
-func selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection) {
+// V030Selection is the model and agent a 0.3.0 client sees selected in a
+// session whose default chat is chat: the draft's, else those of the most
+// recent message that names one (the active turn, then the turns from the
+// newest). 0.3.0 kept one selection per session that turns without a
+// model did not change; 0.7.0 keeps it per message, so the history stands
+// in for it. A draft in which a 0.3.0 client cleared its agent
+// (SelectionMeta "agent", no agent) ends the search for an agent.
+//
+// The host should use it to fill in the model and agent of a
+// chat/turnStarted translated from 0.3.0, whose message cannot carry them.
+func V030Selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection) {
 	if chat == nil {
 		return nil, nil
 	}
-	var msgs []*wire.Message
+	msgs := make([]*wire.Message, 0, len(chat.Turns)+2)
 	if chat.Draft != nil {
 		msgs = append(msgs, chat.Draft)
 	}
 	if chat.ActiveTurn != nil {
 		msgs = append(msgs, &chat.ActiveTurn.Message)
 	}
-	if n := len(chat.Turns); n > 0 {
-		msgs = append(msgs, &chat.Turns[n-1].Message)
+	for i := len(chat.Turns) - 1; i >= 0; i-- {
+		msgs = append(msgs, &chat.Turns[i].Message)
 	}
 	var model *wire.ModelSelection
 	var agent *wire.AgentSelection
-	agentDone := chat.Draft != nil && blankSelection(chat.Draft)
+	agentDone := chat.Draft != nil && changedSelection(chat.Draft) == "agent"
 	for _, m := range msgs {
 		if model == nil {
 			model = m.Model
@@ -302,13 +306,21 @@ func selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection
 		if agent == nil && !agentDone {
 			agent = m.Agent
 		}
+		if model != nil && (agent != nil || agentDone) {
+			break
+		}
 	}
 	return model, agent
 }
 
-// blankSelection reports whether a draft selects nothing and holds nothing.
-func blankSelection(m *wire.Message) bool {
-	return m.Text == "" && len(m.Attachments) == 0 && m.Model == nil && m.Agent == nil
+// changedSelection returns the SelectionMeta mark of a draft: "model" or
+// "agent" when it comes from a 0.3.0 client's change, else "".
+func changedSelection(m *wire.Message) string {
+	switch v, _ := m.Meta[SelectionMeta].(string); v {
+	case "model", "agent":
+		return v
+	}
+	return ""
 }
 
 // sessionStatus is the 0.3.0 summary status: the activity bits of the
@@ -404,7 +416,9 @@ func projectSession(uri string, src *wire.SessionState, srcChat *wire.ChatState,
 		return out, nil
 	}
 
-	if out.Summary.Activity == nil {
+	// The chat's activity is the one that follows the conversation 0.3.0
+	// shows; the session's is a fallback (hosts keep the two in step).
+	if chat.Activity != nil {
 		out.Summary.Activity = chat.Activity
 	}
 	if m, ok := ms(chat.ModifiedAt); ok && m > modified {
@@ -417,7 +431,7 @@ func projectSession(uri string, src *wire.SessionState, srcChat *wire.ChatState,
 		// guess. The host should pass the entry (see Snapshot).
 		out.Summary.CreatedAt = modified
 	}
-	model, agent := selection(chat)
+	model, agent := V030Selection(chat)
 	out.Summary.Model, out.Summary.Agent = downModel(model), downAgent(agent)
 
 	if out.Turns, err = projectTurns(chat.Turns); err != nil {

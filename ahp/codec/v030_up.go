@@ -70,9 +70,9 @@ func (c *v030) Action(channel string, raw json.RawMessage) (string, json.RawMess
 	var out any
 	switch v := a.Value.(type) {
 	case *w3.SessionModelChangedAction:
-		out = &wire.ChatDraftChangedAction{Draft: selectionDraft(upModel(&v.Model), nil)}
+		out = &wire.ChatDraftChangedAction{Draft: selectionDraft(upModel(&v.Model), nil, "model")}
 	case *w3.SessionAgentChangedAction:
-		out = &wire.ChatDraftChangedAction{Draft: selectionDraft(nil, upAgent(v.Agent))}
+		out = &wire.ChatDraftChangedAction{Draft: selectionDraft(nil, upAgent(v.Agent), "agent")}
 	case *w3.SessionActiveClientChangedAction:
 		if v.ActiveClient == nil {
 			out = &wire.SessionActiveClientRemovedAction{ClientID: SenderClientID}
@@ -166,13 +166,19 @@ func retypeUp(a w3.StateAction, t wire.ActionType) (json.RawMessage, error) {
 // selectionDraft is the default-chat draft that carries a 0.3.0 client's
 // model or agent choice: 0.7.0 keeps the selection on the message being
 // composed, and a 0.3.0 client composes nothing the host could see.
-func selectionDraft(model *wire.ModelSelection, agent *wire.AgentSelection) *wire.Message {
-	return &wire.Message{
+// changed, when not "", is the selection a session/modelChanged or
+// session/agentChanged changed (SelectionMeta).
+func selectionDraft(model *wire.ModelSelection, agent *wire.AgentSelection, changed string) *wire.Message {
+	m := &wire.Message{
 		Text:   "",
 		Origin: wire.MessageOrigin{Kind: wire.MessageKindUser},
 		Model:  model,
 		Agent:  agent,
 	}
+	if changed != "" {
+		m.Meta = map[string]any{SelectionMeta: changed}
+	}
+	return m
 }
 
 func upModel(m *w3.ModelSelection) *wire.ModelSelection {
