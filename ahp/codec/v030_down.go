@@ -91,7 +91,7 @@ var sameIn030 = map[wire.ActionType]bool{
 // plain state changes to it.
 func (c *v030) Envelope(e Envelope) []Envelope {
 	channel := e.Channel
-	if strings.HasPrefix(actionType(e.Action), "chat/") {
+	if strings.HasPrefix(typeOf030(e.Action), "chat/") {
 		session, ok := c.dir.SessionOfDefaultChat(e.Channel)
 		if !ok {
 			return nil
@@ -302,4 +302,16 @@ func encode030(v any) ([]json.RawMessage, error) {
 		return nil, err
 	}
 	return []json.RawMessage{b}, nil
+}
+
+// typeOf030 reads the "type" member of an encoded action of either
+// version ("" when there is none).
+func typeOf030(action json.RawMessage) string {
+	var t struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(action, &t) != nil {
+		return ""
+	}
+	return t.Type
 }

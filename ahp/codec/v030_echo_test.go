@@ -54,12 +54,12 @@ func TestV030EchoFidelity(t *testing.T) {
 			hostAction = completeAsHost(t, sc, hostAction)
 			envs := c.Envelope(Envelope{Channel: hostChannel, Action: hostAction, ServerSeq: 7, Origin: origin})
 			require.NotEmpty(t, envs, "no echo of %s", in.Action)
-			sent := actionType(in.Action)
+			sent := typeOf030(in.Action)
 			want := sent
 			if e, ok := echoExceptions[sent]; ok {
 				want = e
 			}
-			require.Equal(t, want, actionType(envs[0].Action), "echo of %s", in.Action)
+			require.Equal(t, want, typeOf030(envs[0].Action), "echo of %s", in.Action)
 			require.Equal(t, in.Channel, envs[0].Channel)
 			require.Equal(t, origin, envs[0].Origin)
 			for _, e := range envs[1:] {

@@ -42,11 +42,6 @@ func ms(s string) (int64, bool) {
 	return t.UnixMilli(), true
 }
 
-// iso is the inverse of ms, in the form the 0.7.0 reducers write.
-func iso(msec int64) string {
-	return time.UnixMilli(msec).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 // primitiveString renders a 0.7.0 JsonPrimitive as the string 0.3.0 carried
 // in its place (model config values, config enums); ok is false for null,
 // which 0.3.0 has no way to say.

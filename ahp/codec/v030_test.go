@@ -54,7 +54,7 @@ type golden struct {
 }
 
 // goldenFiles returns the golden files of one kind, by name.
-func goldenFiles(t *testing.T, kind string) map[string]golden {
+func goldenFiles(t testing.TB, kind string) map[string]golden {
 	t.Helper()
 	dir := filepath.Join("testdata", "v030", kind)
 	entries, err := os.ReadDir(dir)
@@ -280,7 +280,7 @@ func goldenActionTypes(t *testing.T, kind string) map[string]bool {
 			Action json.RawMessage `json:"action"`
 		}
 		require.NoError(t, json.Unmarshal(g.Input, &in), name)
-		typ := actionType(in.Action)
+		typ := typeOf030(in.Action)
 		var expected any
 		require.NoError(t, json.Unmarshal(g.Expected, &expected), name)
 		accepted := false
