@@ -276,7 +276,8 @@ func clone070[T any](v *T) (*T, error) {
 // (SelectionMeta "agent", no agent) ends the search for an agent.
 //
 // The host should use it to fill in the model and agent of a
-// chat/turnStarted translated from 0.3.0, whose message cannot carry them.
+// chat/turnStarted translated from 0.3.0, whose message cannot carry them
+// (copy the results before keeping them: they point into chat).
 func V030Selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection) {
 	if chat == nil {
 		return nil, nil
