@@ -107,8 +107,8 @@ func (c *chatFamily) Version() Version { return c.v }
 func (c *chatFamily) Channels(uri string) []string { return []string{uri} }
 
 func (c *chatFamily) Snapshot(uri string, states []any) (json.RawMessage, error) {
-	if len(states) != 1 {
-		return nil, Errorf(wire.CodeInternalError, "a %s snapshot of %s needs one state, got %d", c.v, uri, len(states))
+	if len(states) < 1 {
+		return nil, Errorf(wire.CodeInternalError, "a %s snapshot of %s needs a state, got none", c.v, uri)
 	}
 	var down func(map[string]any)
 	switch states[0].(type) {
