@@ -533,11 +533,28 @@ func TestSelectModelKeepsTheDraft(t *testing.T) {
 	require.NotNil(t, st.Draft.Model)
 	assert.Equal(t, "smart", st.Draft.Model.ID)
 
+	// Turns and queued messages take the chosen model unless they name one.
+	_, err = c.StartTurn(ctx, uri, "t1", client.UserMessage("wait with the draft's model"))
+	require.NoError(t, err)
+	active, err := c.ActiveTurn(uri)
+	require.NoError(t, err)
+	require.NotNil(t, active.Message.Model)
+	assert.Equal(t, "smart", active.Message.Model.ID)
+	own := client.UserMessage("with my own")
+	own.Model = &wire.ModelSelection{ID: "fast"}
+	_, err = c.SetPendingMessage(ctx, uri, wire.PendingMessageKindQueued, "q-1", own)
+	require.NoError(t, err)
+	st, err = c.Chat(uri)
+	require.NoError(t, err)
+	require.Len(t, st.QueuedMessages, 1)
+	assert.Equal(t, "fast", st.QueuedMessages[0].Message.Model.ID)
+
 	_, err = c.SelectModel(ctx, uri, nil)
 	require.NoError(t, err)
 	st, err = c.Chat(uri)
 	require.NoError(t, err)
 	assert.Nil(t, st.Draft.Model)
+	assert.Equal(t, "half-typed", st.Draft.Text)
 }
 
 func must[T any](v T, err error) T {
@@ -953,6 +970,11 @@ func TestOptimisticState(t *testing.T) {
 	assert.ErrorIs(t, err, client.ErrNoState)
 	_, err = c.OptimisticChat("ahp-chat:/other")
 	assert.ErrorIs(t, err, client.ErrNoState)
+
+	// Unsubscribing forgets the actions that will never be echoed.
+	require.NoError(t, c.Unsubscribe(ctx, uri))
+	assert.Equal(t, 0, c.Pending(uri))
+	assert.Equal(t, 0, c.Pending(chat))
 }
 
 func TestEchoesClearPending(t *testing.T) {

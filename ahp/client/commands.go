@@ -173,7 +173,9 @@ func (c *Client) follow(ctx context.Context, session string, view *wire.Subscrib
 }
 
 // Unsubscribe stops updates for a channel and forgets its state; for a
-// session, also for the default chat Subscribe added.
+// session, also for the default chat Subscribe added. Actions dispatched
+// on those channels and not echoed yet are forgotten too: the server
+// echoes only to subscribers.
 func (c *Client) Unsubscribe(ctx context.Context, channel string) error {
 	c.mu.Lock()
 	uris := []string{channel}
@@ -181,7 +183,7 @@ func (c *Client) Unsubscribe(ctx context.Context, channel string) error {
 		uris = append(uris, cs.follows...)
 	}
 	for _, u := range uris {
-		delete(c.channels, u)
+		c.forgetLocked(u)
 	}
 	c.broadcastLocked()
 	c.mu.Unlock()
@@ -191,6 +193,20 @@ func (c *Client) Unsubscribe(ctx context.Context, channel string) error {
 		}
 	}
 	return nil
+}
+
+// forgetLocked drops what the client keeps about a channel.
+func (c *Client) forgetLocked(uri string) {
+	delete(c.channels, uri)
+	delete(c.pending, uri)
+	delete(c.owners, uri)
+	if kindOf(uri) == kindSession {
+		for chat, session := range c.owners {
+			if session == uri {
+				delete(c.owners, chat)
+			}
+		}
+	}
 }
 
 // CreateSession asks the server to create the session params.Channel (see
@@ -229,7 +245,7 @@ func (c *Client) DisposeChat(ctx context.Context, chat string) error {
 		return fmt.Errorf("disposeChat %s: %w", chat, err)
 	}
 	c.mu.Lock()
-	delete(c.channels, chat)
+	c.forgetLocked(chat)
 	c.broadcastLocked()
 	c.mu.Unlock()
 	return nil
@@ -270,13 +286,25 @@ func (c *Client) FetchTurns(ctx context.Context, chat string) (more bool, err er
 }
 
 // ListSessions returns every session summary the server has, most
-// recently modified first.
+// recently modified first, following the server's pages if it pages
+// unasked.
 func (c *Client) ListSessions(ctx context.Context) ([]wire.SessionSummary, error) {
-	var res wire.ListSessionsResult
-	if err := c.Call(ctx, wire.MethodListSessions, wire.ListSessionsParams{Channel: RootChannel}, &res); err != nil {
-		return nil, fmt.Errorf("listSessions: %w", err)
+	params := wire.ListSessionsParams{Channel: RootChannel}
+	var all []wire.SessionSummary
+	for {
+		var res wire.ListSessionsResult
+		if err := c.Call(ctx, wire.MethodListSessions, params, &res); err != nil {
+			return nil, fmt.Errorf("listSessions: %w", err)
+		}
+		all = append(all, res.Items...)
+		if res.NextCursor == nil || len(res.Items) == 0 {
+			if all == nil {
+				all = []wire.SessionSummary{}
+			}
+			return all, nil
+		}
+		params.Cursor = res.NextCursor
 	}
-	return res.Items, nil
 }
 
 // ListSessionsPage returns up to limit session summaries after cursor ("" for

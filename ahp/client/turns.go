@@ -37,11 +37,50 @@ func (c *Client) confirmOnChat(ctx context.Context, chat string, action wire.Sta
 	return c.Confirm(ctx, uri, action)
 }
 
-// StartTurn starts a turn with msg (chat/turnStarted). The server rejects
-// it while another turn is active; queue the message instead
+// StartTurn starts a turn with msg (chat/turnStarted). A message that
+// names no model or agent takes the ones chosen on the chat's draft
+// (SelectModel), as a composer sends what it shows. The server rejects
+// the turn while another is active; queue the message instead
 // (SetPendingMessage).
 func (c *Client) StartTurn(ctx context.Context, chat, turnID string, msg wire.Message) (*wire.ActionEnvelope, error) {
-	return c.confirmOnChat(ctx, chat, c.TurnStarted(turnID, msg))
+	uri, msg, err := c.withDraftChoices(chat, msg)
+	if err != nil {
+		return nil, fmt.Errorf("chat/turnStarted: %w", err)
+	}
+	return c.Confirm(ctx, uri, c.TurnStarted(turnID, msg))
+}
+
+// withDraftChoices resolves chat and fills msg's model and agent from the
+// chat's draft where msg names none. A chat the client does not watch has
+// no draft it knows; msg is then sent as it is.
+func (c *Client) withDraftChoices(chat string, msg wire.Message) (string, wire.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	uri, err := c.resolveChatLocked(chat)
+	if err != nil {
+		return "", msg, err
+	}
+	var draft *wire.Message
+	if cs := c.channels[uri]; cs != nil && cs.chat != nil {
+		draft = cs.chat.Draft
+	}
+	// The latest draft this client set counts, echoed or not.
+	for _, p := range c.pending[uri] {
+		if d, ok := p.action.Value.(*wire.ChatDraftChangedAction); ok {
+			draft = d.Draft
+		}
+	}
+	if draft != nil {
+		if msg.Model == nil && draft.Model != nil {
+			m := *draft.Model
+			msg.Model = &m
+		}
+		if msg.Agent == nil && draft.Agent != nil {
+			a := *draft.Agent
+			msg.Agent = &a
+		}
+	}
+	return uri, msg, nil
 }
 
 // CancelTurn cancels the active turn turnID (chat/turnCancelled; the
@@ -91,15 +130,21 @@ func (c *Client) CompleteInput(ctx context.Context, chat, requestID string, resp
 
 // SetPendingMessage adds or replaces a pending message
 // (chat/pendingMessageSet): a queued one starts its own turn when the chat
-// is idle, a steering one is handed to the running turn.
+// is idle, a steering one is handed to the running turn. Like StartTurn,
+// it fills the message's model and agent from the chat's draft.
 func (c *Client) SetPendingMessage(ctx context.Context, chat string, kind wire.PendingMessageKind, id string, msg wire.Message) (*wire.ActionEnvelope, error) {
-	return c.confirmOnChat(ctx, chat, wire.Action(&wire.ChatPendingMessageSetAction{Kind: kind, ID: id, Message: msg}))
+	uri, msg, err := c.withDraftChoices(chat, msg)
+	if err != nil {
+		return nil, fmt.Errorf("chat/pendingMessageSet: %w", err)
+	}
+	return c.Confirm(ctx, uri, wire.Action(&wire.ChatPendingMessageSetAction{Kind: kind, ID: id, Message: msg}))
 }
 
 // SelectModel picks the model for the chat's next turns by setting it on
 // the chat's draft (chat/draftChanged), keeping what else the draft holds;
 // nil clears the choice. In AHP 0.7.0 the model travels with each message;
-// the draft is where a chat keeps the one the user chose.
+// the draft is where a chat keeps the one the user chose, and StartTurn
+// and SetPendingMessage copy it onto the messages they send.
 func (c *Client) SelectModel(ctx context.Context, chat string, model *wire.ModelSelection) (*wire.ActionEnvelope, error) {
 	st, err := c.OptimisticChat(chat)
 	if err != nil {
