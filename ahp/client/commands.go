@@ -103,7 +103,11 @@ func LastTurns(n int) SubscribeOption {
 // stateless channel). From then on the client keeps the channel's confirmed
 // state (root, session and chat channels) and queues its envelopes for
 // Next. Subscribing to a session also subscribes to its default chat (the
-// snapshot returned is the session's); Unsubscribe releases both.
+// snapshot returned is the session's); Unsubscribe releases both. A session
+// URI keeps standing for whatever chat the session names as its default,
+// but the client subscribes only to the one named at subscription: should
+// a server move it (session/defaultChatChanged; ahp-bridge's host never
+// does), subscribe to the new chat to follow its turns.
 func (c *Client) Subscribe(ctx context.Context, channel string, opts ...SubscribeOption) (*wire.Snapshot, error) {
 	params := wire.SubscribeParams{Channel: channel}
 	for _, o := range opts {
