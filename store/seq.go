@@ -37,9 +37,10 @@ const seqRetryAfter = time.Second
 //
 // Cover is meant to be called under the host's sequencer lock.
 type SeqReserve struct {
-	st    Store
-	block int64
-	start int64
+	st         Store
+	block      int64
+	start      int64
+	retryAfter time.Duration // seqRetryAfter; tests shorten it
 
 	ctx    context.Context // the background writes'; cancelled by Close
 	cancel context.CancelFunc
@@ -68,7 +69,7 @@ func NewSeqReserve(ctx context.Context, st Store, block int64) (*SeqReserve, err
 		return nil, fmt.Errorf("starting the serverSeq reserve: %w", err)
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &SeqReserve{st: st, block: block, start: h + 1, covered: h, highest: h + 1, ctx: bg, cancel: cancel}
+	r := &SeqReserve{st: st, block: block, start: h + 1, retryAfter: seqRetryAfter, covered: h, highest: h + 1, ctx: bg, cancel: cancel}
 	r.mu.Lock()
 	r.startLocked()
 	r.mu.Unlock()
@@ -142,7 +143,7 @@ func (r *SeqReserve) startLocked() {
 			r.lastErr = nil
 		} else {
 			r.lastErr = err
-			r.retryAt = time.Now().Add(seqRetryAfter)
+			r.retryAt = time.Now().Add(r.retryAfter)
 		}
 		r.inflight = nil
 		close(done)
