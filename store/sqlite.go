@@ -47,6 +47,9 @@ type Options struct {
 	migrations []migration
 	// rename moves files aside; tests make it fail. nil means os.Rename.
 	rename func(oldpath, newpath string) error
+	// walEvery delays the background WAL checkpoint; zero means
+	// walCheckpointDelay.
+	walEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +67,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.rename == nil {
 		o.rename = os.Rename
+	}
+	if o.walEvery <= 0 {
+		o.walEvery = walCheckpointDelay
 	}
 	return o
 }
@@ -87,7 +93,22 @@ type SQLite struct {
 
 	ws writeStmts
 	rs readStmts
+
+	// WAL checkpoints run off the write path; see runWALCheckpoints.
+	ck       *sql.DB // one connection of its own
+	walEvery time.Duration
+	walKick  chan struct{}
+	walStop  chan struct{}
+	walDone  chan struct{}
 }
+
+// walAutoCheckpoint is the writer's own checkpoint threshold in pages,
+// a backstop far above what the background checkpoints let the WAL reach.
+const walAutoCheckpoint = 10000
+
+// walCheckpointDelay is how long after a commit the background checkpoint
+// runs: long enough to batch a burst of commits into one checkpoint.
+const walCheckpointDelay = time.Second
 
 var _ Store = (*SQLite)(nil)
 
@@ -155,11 +176,53 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 	if err != nil {
 		return nil, errors.Join(err, w.Close())
 	}
-	s := &SQLite{path: path, w: w, r: r, moved: moved}
+	ck, err := sql.Open("sqlite", dsn(path, opt, false, false))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("opening the state file %s: %w", path, err), r.Close(), w.Close())
+	}
+	ck.SetMaxOpenConns(1)
+	s := &SQLite{path: path, w: w, r: r, ck: ck, moved: moved,
+		walEvery: opt.walEvery, walKick: make(chan struct{}, 1), walStop: make(chan struct{}), walDone: make(chan struct{})}
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.closeDBs())
 	}
+	go s.runWALCheckpoints()
 	return s, nil
+}
+
+// runWALCheckpoints copies the WAL into the database in the background, a
+// moment after commits, instead of letting the committing connection do it
+// inline: an inline checkpoint copies and fsyncs up to a thousand pages and
+// would stall whichever AppendTurn crossed the threshold, with the host
+// waiting to broadcast. A PASSIVE checkpoint never blocks the writer. Its
+// errors are not the caller's to count: if checkpoints keep failing, the
+// WAL grows to walAutoCheckpoint and the writer's own checkpoint reports
+// the problem on a write.
+func (s *SQLite) runWALCheckpoints() {
+	defer close(s.walDone)
+	for {
+		select {
+		case <-s.walStop:
+			return
+		case <-s.walKick:
+		}
+		select {
+		case <-s.walStop:
+			return
+		case <-time.After(s.walEvery):
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			// Close must not wait for a checkpoint copying a large WAL.
+			select {
+			case <-s.walStop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_, _ = s.ck.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+		cancel()
+	}
 }
 
 func openReadOnly(ctx context.Context, path string, opt Options) (*SQLite, error) {
@@ -269,6 +332,9 @@ func initWriter(ctx context.Context, db *sql.DB, path string, ms []migration) er
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("switching %s to write-ahead logging: SQLite kept journal mode %q (the file system may not support it)", path, mode)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, walAutoCheckpoint)); err != nil {
+		return fmt.Errorf("configuring %s: %w", path, err)
 	}
 	return migrate(ctx, db, path, ms)
 }
@@ -487,7 +553,14 @@ func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		_ = tx.Rollback()
 		return s.note(err)
 	}
-	return s.note(tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return s.note(err)
+	}
+	select {
+	case s.walKick <- struct{}{}:
+	default:
+	}
+	return s.note(nil)
 }
 
 // --- writes ---
@@ -860,6 +933,10 @@ func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	if s.walStop != nil {
+		close(s.walStop)
+		<-s.walDone
+	}
 	err := s.closeDBs()
 	if s.lock != nil {
 		err = errors.Join(err, s.lock.release())
@@ -884,6 +961,9 @@ func (s *SQLite) closeDBs() error {
 	}
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
+	}
+	if s.ck != nil {
+		errs = append(errs, s.ck.Close())
 	}
 	if s.w != nil {
 		// The writer closes last: closing SQLite's last connection

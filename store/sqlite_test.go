@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -430,4 +432,34 @@ func queryPlan(t testing.TB, s *SQLite, q string, args ...any) string {
 	}
 	require.NoError(t, rows.Err())
 	return strings.Join(plan, "\n")
+}
+
+// Commits are copied from the WAL into the database file in the background,
+// a moment later, not by the commit that crosses SQLite's threshold.
+func TestWALCheckpointsInBackground(t *testing.T) {
+	ctx := context.Background()
+	path := testPath(t)
+	s := openTest(t, path, Options{walEvery: time.Millisecond})
+	sess := testSession(1)
+	chat := testChat(sess.URI, 1)
+	require.NoError(t, s.PutSession(ctx, sess, chat))
+	for i := range 100 {
+		id := fmt.Sprint(i)
+		require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: id, Data: turnJSON(id, 4096), EndedAt: at(1)}}))
+	}
+	// 100 turns of 4 KiB are far below the writer's own threshold
+	// (walAutoCheckpoint pages), so only the background can have moved
+	// them into the database file.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		if fi.Size() >= 100*4096 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file is still %d bytes: no checkpoint ran", fi.Size())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
