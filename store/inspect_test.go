@@ -110,20 +110,9 @@ func TestExportShape(t *testing.T) {
 func TestExportReadsAllPages(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, testPath(t), Options{})
-	sess := testSession(1)
-	chat := testChat(sess.URI, 1)
-	require.NoError(t, s.PutSession(ctx, sess, chat))
 	n := MaxPageSize*2 + 3
-	tx, err := s.w.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	for i := 1; i <= n; i++ {
-		_, err := tx.ExecContext(ctx, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data) VALUES (?, ?, ?, ?, ?)`,
-			chat.URI, i, fmt.Sprintf("t%d", i), toNS(at(int64(i))), []byte(fmt.Sprintf(`{"n":%d}`, i)))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tx.Commit())
-
-	doc, err := Export(ctx, s, sess.URI)
+	seedSessions(t, s, 1, n, 64)
+	doc, err := Export(ctx, s, seedURI(0))
 	require.NoError(t, err)
 	require.Len(t, doc.Chats, 1)
 	require.Len(t, doc.Chats[0].Turns, n)

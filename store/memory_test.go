@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,33 +15,34 @@ import (
 
 func seedURI(i int) string { return fmt.Sprintf("copilot:/seed-%05d", i) }
 
-// seedSessions fills the store the way long use would, in one transaction
-// so that a big history takes seconds, not minutes: n sessions modified in
-// order, each with one chat of turns completed turns of about size bytes.
+// seedSessions fills the store the way long use would: n sessions
+// (seedURI(0…n-1), modified in that order), each with one chat (its URI
+// plus "/chat") of turns completed turns t1…tN of about size bytes of JSON.
+// The rows are generated inside SQLite, in one statement per table, since
+// row-by-row inserts of a big history take minutes under -race.
 func seedSessions(t testing.TB, s *SQLite, n, turns, size int) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
-	insSession, err := tx.PrepareContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, 'acp:seed', ?, '["/home/u/p"]', '{"model":"m"}', ?, ?, ?)`)
+	base := toNS(at(0))
+	const second = int64(time.Second)
+	_, err = tx.ExecContext(ctx, `WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i WHERE n + 1 < ?1)
+		INSERT INTO sessions (`+sessionColumns+`)
+		SELECT printf('copilot:/seed-%05d', n), 'acp:seed', printf('seeded %d', n), '["/home/u/p"]', '{"model":"m"}',
+			printf('{"title":"seed %d","status":0}', n), ?2 + n * ?3, ?2 + (n + ?1) * ?3 FROM i`, n, base, second)
 	require.NoError(t, err)
-	insChat, err := tx.PrepareContext(ctx, `INSERT INTO chats (uri, session_uri, acp_session_id, summary, created_ns) VALUES (?, ?, ?, NULL, ?)`)
+	_, err = tx.ExecContext(ctx, `INSERT INTO chats (uri, session_uri, acp_session_id, summary, created_ns)
+		SELECT uri || '/chat', uri, 'acp-' || uri, NULL, created_ns FROM sessions WHERE provider = 'acp:seed'`)
 	require.NoError(t, err)
-	insTurn, err := tx.PrepareContext(ctx, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data) VALUES (?, ?, ?, ?, ?)`)
-	require.NoError(t, err)
-	for i := range n {
-		uri := seedURI(i)
-		_, err := insSession.ExecContext(ctx, uri, "seeded "+uri, []byte(`{"title":"`+uri+`","status":0}`), toNS(at(int64(i))), toNS(at(int64(i+n))))
+	if turns > 0 {
+		_, err = tx.ExecContext(ctx, `WITH RECURSIVE j(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM j WHERE n + 1 <= ?1)
+			INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data)
+			SELECT c.uri, j.n, 't' || j.n, c.created_ns + j.n * ?2,
+				CAST('{"id":"t' || j.n || '","text":"' || hex(zeroblob(max(?3 - 40, 0) / 2)) || '"}' AS BLOB)
+			FROM chats c, j WHERE c.uri LIKE 'copilot:/seed-%'`, turns, second, size)
 		require.NoError(t, err)
-		chat := uri + "/chat"
-		_, err = insChat.ExecContext(ctx, chat, uri, "acp-"+uri, toNS(at(int64(i))))
-		require.NoError(t, err)
-		for j := 1; j <= turns; j++ {
-			id := fmt.Sprintf("t%d", j)
-			_, err = insTurn.ExecContext(ctx, chat, j, id, toNS(at(int64(i+j))), []byte(turnJSON(id, size)))
-			require.NoError(t, err)
-		}
 	}
 	require.NoError(t, tx.Commit())
 }
