@@ -321,13 +321,16 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 		}
 		cps = append(cps, Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: data, Updated: p.at})
 	}
-	err := c.st.PutCheckpoints(ctx, cps)
+	var err error
+	if len(cps) > 0 {
+		err = c.st.PutCheckpoints(ctx, cps)
+	}
 
 	c.mu.Lock()
-	if err == nil {
+	if err == nil && len(cps) > 0 {
 		c.stats.Flushes++
 		c.stats.Written += uint64(len(cps))
-	} else {
+	} else if err != nil {
 		c.stats.Failures++
 		c.stats.LastError = err
 		for chat, p := range batch {

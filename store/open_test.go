@@ -359,3 +359,21 @@ func TestOpenErrorsAreNotMovedAside(t *testing.T) {
 	assert.Empty(t, matches)
 	assert.False(t, errors.Is(err, ErrLocked))
 }
+
+// A reader reports an unusable file and leaves it where it is.
+func TestReadOnlyRefusesUnusableFile(t *testing.T) {
+	path := testPath(t)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("not sqlite ", 100)), 0o600))
+	_, err := Open(context.Background(), path, Options{ReadOnly: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), path)
+	assert.Contains(t, err.Error(), "not a database")
+	_, err = os.Stat(path)
+	assert.NoError(t, err, "still there")
+
+	old := testPath(t)
+	atVersion(t, old, len(migrations)-1)
+	_, err = Open(context.Background(), old, Options{ReadOnly: true})
+	assert.ErrorContains(t, err, "migrate")
+}

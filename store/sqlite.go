@@ -234,16 +234,18 @@ func openReadOnly(ctx context.Context, path string, opt Options) (*SQLite, error
 		return nil, err
 	}
 	have, err := schemaVersion(ctx, r, path)
-	if err == nil && have != len(opt.migrations) {
-		if have > len(opt.migrations) {
-			err = fmt.Errorf("reading %s: %w", path, &schemaTooNewError{have: have, know: len(opt.migrations)})
-		} else {
-			err = fmt.Errorf("reading %s: it has schema version %d, this ahp-bridge uses %d; start the bridge on it once to migrate it",
-				path, have, len(opt.migrations))
-		}
+	switch {
+	case err != nil:
+	case have > len(opt.migrations):
+		err = &schemaTooNewError{have: have, know: len(opt.migrations)}
+	case have < len(opt.migrations):
+		err = fmt.Errorf("it has schema version %d, this ahp-bridge uses %d; start the bridge on it once to migrate it",
+			have, len(opt.migrations))
 	}
 	if err != nil {
-		return nil, errors.Join(classifyOpenError(path, err), r.Close())
+		// A reader changes nothing, so an unusable file is reported, not
+		// moved aside.
+		return nil, errors.Join(fmt.Errorf("opening the state file %s for reading: %w", path, err), r.Close())
 	}
 	s := &SQLite{path: path, readOnly: true, r: r}
 	if err := s.prepare(ctx); err != nil {
@@ -585,11 +587,8 @@ func (s *SQLite) PutSession(ctx context.Context, sess Session, chats ...Chat) er
 }
 
 func putSession(ctx context.Context, tx *sql.Tx, st *sql.Stmt, s Session) error {
-	dirs := s.WorkingDirs
-	if dirs == nil {
-		dirs = []string{}
-	}
-	dirsJSON, err := json.Marshal(dirs)
+	// nil is stored as JSON null, so that it comes back nil.
+	dirsJSON, err := json.Marshal(s.WorkingDirs)
 	if err != nil {
 		return fmt.Errorf("encoding working directories: %w", err)
 	}

@@ -24,6 +24,8 @@ func TestRoundTrip(t *testing.T) {
 	c2.ACPSessionID = "" // not given yet
 	c2.Summary = nil     // absent stays absent
 	require.NoError(t, s.PutSession(ctx, sess, c1, c2))
+	bare := Session{URI: "copilot:/bare", Provider: "p"} // nil and zero values round-trip
+	require.NoError(t, s.PutSession(ctx, bare))
 
 	t1 := Turn{ID: "t1", Data: turnJSON("t1", 512), EndedAt: at(10)}
 	require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: c1.URI, Turn: t1}))
@@ -44,7 +46,7 @@ func TestRoundTrip(t *testing.T) {
 
 	page, err := s.ListSessions(ctx, ListQuery{})
 	require.NoError(t, err)
-	assert.Equal(t, SessionPage{Sessions: []Session{sess}}, page)
+	assert.Equal(t, SessionPage{Sessions: []Session{sess, bare}}, page)
 
 	turns, err := s.Turns(ctx, c1.URI, TurnQuery{})
 	require.NoError(t, err)
