@@ -5,8 +5,10 @@
 // (json.RawMessage) with a few fields it indexes, and gets the same bytes
 // back. Store is the interface the host programs against; SQLite implements
 // it in one file through the pure-Go driver modernc.org/sqlite, in WAL mode
-// with synchronous=NORMAL (a committed transaction survives the process
-// being killed; only an OS crash or power loss can take back the last ones).
+// with synchronous=NORMAL: a committed transaction survives the process
+// being killed; only an OS crash or power loss can take back the last ones
+// (those since the last WAL checkpoint, which the store runs in the
+// background about a second after commits).
 //
 // # What is kept, and when
 //
