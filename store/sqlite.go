@@ -34,8 +34,9 @@ type Options struct {
 	// and nothing is migrated, moved or written (writes fail with
 	// ErrReadOnly).
 	ReadOnly bool
-	// BusyTimeout bounds how long a statement waits for SQLite's own lock,
-	// which only a read-only inspector can be holding; zero means 5 s.
+	// BusyTimeout bounds how long a statement waits for SQLite's own locks,
+	// which other connections (readers, an inspector, a checkpoint) hold
+	// only briefly; zero means 5 s.
 	BusyTimeout time.Duration
 	// Readers bounds the connections serving reads; zero means 4. Each holds
 	// its own page cache of at most 2 MiB.
@@ -95,11 +96,11 @@ type SQLite struct {
 	rs readStmts
 
 	// WAL checkpoints run off the write path; see runWALCheckpoints.
-	ck       *sql.DB // one connection of its own
-	walEvery time.Duration
-	walKick  chan struct{}
-	walStop  chan struct{}
-	walDone  chan struct{}
+	ck        *sql.DB // one connection of its own
+	walEvery  time.Duration
+	walKick   chan struct{}
+	walCancel context.CancelFunc // stops runWALCheckpoints, even mid-checkpoint
+	walDone   chan struct{}
 }
 
 // walAutoCheckpoint is the writer's own checkpoint threshold in pages,
@@ -169,7 +170,8 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 			return nil, err
 		}
 		if w, err = openWriter(ctx, path, opt); err != nil {
-			return nil, fmt.Errorf("opening a fresh state file after moving the unusable one aside: %w", err)
+			return nil, fmt.Errorf("state file %s could not be used (%v) and was moved to %s, but a fresh one cannot be opened in its place: %w",
+				path, moved.Reason, moved.MovedTo, err)
 		}
 	}
 	r, err := openReaders(path, opt, false)
@@ -182,11 +184,13 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 	}
 	ck.SetMaxOpenConns(1)
 	s := &SQLite{path: path, w: w, r: r, ck: ck, moved: moved,
-		walEvery: opt.walEvery, walKick: make(chan struct{}, 1), walStop: make(chan struct{}), walDone: make(chan struct{})}
+		walEvery: opt.walEvery, walKick: make(chan struct{}, 1), walDone: make(chan struct{})}
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.closeDBs())
 	}
-	go s.runWALCheckpoints()
+	walCtx, cancel := context.WithCancel(context.Background())
+	s.walCancel = cancel
+	go s.runWALCheckpoints(walCtx)
 	return s, nil
 }
 
@@ -198,30 +202,21 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 // errors are not the caller's to count: if checkpoints keep failing, the
 // WAL grows to walAutoCheckpoint and the writer's own checkpoint reports
 // the problem on a write.
-func (s *SQLite) runWALCheckpoints() {
+func (s *SQLite) runWALCheckpoints(ctx context.Context) {
 	defer close(s.walDone)
 	for {
 		select {
-		case <-s.walStop:
+		case <-ctx.Done():
 			return
 		case <-s.walKick:
 		}
 		select {
-		case <-s.walStop:
+		case <-ctx.Done():
 			return
 		case <-time.After(s.walEvery):
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			// Close must not wait for a checkpoint copying a large WAL.
-			select {
-			case <-s.walStop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		// Cancelled by Close: it must not wait for a large WAL's copy.
 		_, _ = s.ck.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-		cancel()
 	}
 }
 
@@ -932,8 +927,8 @@ func (s *SQLite) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.walStop != nil {
-		close(s.walStop)
+	if s.walCancel != nil {
+		s.walCancel()
 		<-s.walDone
 	}
 	err := s.closeDBs()
