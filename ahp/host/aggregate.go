@@ -137,7 +137,7 @@ func chatInputs(chat string, st *wire.ChatState) []inputEntry {
 				add(id, &wire.SessionToolAuthenticationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolAuthentication,
 					TurnID: t.ID, ToolCall: *v})
 			case *wire.ToolCallRunningState:
-				if c, ok := v.Contributor.Value.(*wire.ToolCallClientContributor); ok && c != nil {
+				if c, ok := contributorOf(tc).(*wire.ToolCallClientContributor); ok && c != nil {
 					add(id, &wire.SessionToolClientExecutionRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolClientExecution,
 						TurnID: t.ID, ClientID: c.ClientID, ToolCall: tc})
 				}
