@@ -302,6 +302,16 @@ func (tc *testClient) subscribe(ch string) snapshotWire {
 	return r.Snapshot
 }
 
+// subscribeView subscribes with view.turns.
+func (tc *testClient) subscribeView(ch string, turns int) snapshotWire {
+	tc.t.Helper()
+	var r struct {
+		Snapshot snapshotWire `json:"snapshot"`
+	}
+	tc.mustCall("subscribe", map[string]any{"channel": ch, "view": map[string]any{"turns": turns}}, &r)
+	return r.Snapshot
+}
+
 // dispatch sends a client action and returns its clientSeq.
 func (tc *testClient) dispatch(ch string, a any) int64 {
 	tc.t.Helper()
