@@ -30,7 +30,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 		return
 	}
 	var offered []string
-	if err := json.Unmarshal(p.ProtocolVersions, &offered); err != nil || p.ProtocolVersions == nil {
+	if err := json.Unmarshal(p.ProtocolVersions, &offered); err != nil || offered == nil { // absent or null
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: protocolVersions must be an array of version strings")))
 		return
 	}
