@@ -525,3 +525,36 @@ func TestCodecRouteNotCallableFromTheWire(t *testing.T) {
 	assert.Equal(t, CodeMethodNotFound, err.Code)
 	c.ping()
 }
+
+// TestClientExecutedToolCall: a running tool call contributed by a client
+// is that client's to run: the session lists it as input needed from that
+// client, only it may complete it, and completing it withdraws the entry.
+func TestClientExecutedToolCall(t *testing.T) {
+	hs := newHarness(t, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	s := hs.newSession(owner, "client-tool")
+	other := hs.dial(t, "other")
+	other.initialize(s.uri, s.chat)
+
+	contributor := wire.NewToolCallContributor(&wire.ToolCallClientContributor{ClientID: "owner"})
+	hs.dispatch(t, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+		&wire.ChatToolCallStartAction{TurnID: "t1", ToolCallID: "ct", ToolName: "run", DisplayName: "Run", Contributor: &contributor},
+		&wire.ChatToolCallReadyAction{TurnID: "t1", ToolCallID: "ct", InvocationMessage: wire.PlainText("run it"),
+			Confirmed: wire.Ptr(wire.ToolCallConfirmationReasonNotNeeded)})
+	e := owner.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionInputNeededSet))
+	req, ok := e.Action.Value.(*wire.SessionInputNeededSetAction).Request.Value.(*wire.SessionToolClientExecutionRequest)
+	require.True(t, ok, "a client execution request, got %s", e.raw)
+	assert.Equal(t, "owner", req.ClientID)
+	assert.Equal(t, string(wire.ToolCallStatusRunning), req.ToolCall.Status())
+
+	complete := &wire.ChatToolCallCompleteAction{TurnID: "t1", ToolCallID: "ct",
+		Result: wire.ToolCallResult{Success: true, PastTenseMessage: wire.PlainText("ran it")}}
+	assert.Contains(t, other.rejected(s.chat, complete), "belongs to client owner")
+	owner.accepted(s.chat, complete)
+	rm := owner.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionInputNeededRemoved))
+	assert.Equal(t, req.ID, rm.Action.Value.(*wire.SessionInputNeededRemovedAction).ID)
+	assert.Empty(t, hs.readSession(t, s.uri).InputNeeded)
+}
