@@ -203,6 +203,27 @@ func (h *Host) dropInputsLocked(ch *channel, drop func(id string) bool) {
 	}
 }
 
+// markUnreadLocked clears the session's IsRead flag when its default chat
+// starts a turn or asks a question: there is something new to read. 0.7.0
+// clears only the chat's own flag there; 0.3.0 clients, whose session is
+// its default chat, clear the session's, so without this their state and a
+// fresh projection would disagree. Called with the group's mutex held.
+func (h *Host) markUnreadLocked(ch *channel, a wire.StateAction) {
+	switch a.Value.(type) {
+	case *wire.ChatTurnStartedAction, *wire.ChatInputRequestedAction:
+	default:
+		return
+	}
+	g := ch.group
+	sess := g.session
+	if g.defaultChat() != ch || sess == nil || sess.removed || sess.session.Status&wire.SessionStatusIsRead == 0 {
+		return
+	}
+	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionIsReadChangedAction{IsRead: false}), nil, nil); err != nil {
+		h.log.Error().Err(err).Str("session", sess.uri).Msg("failed to mark the session unread")
+	}
+}
+
 // summaryOf computes a session's root-catalogue entry from its state and
 // its chats (docs/protocol-versions.md §5.6). Called with the group's
 // mutex held.

@@ -107,6 +107,7 @@ func (h *Host) followUp(ch *channel, a wire.StateAction) {
 		}
 		h.mirrorChatLocked(ch)
 		h.refreshInputsLocked(ch)
+		h.markUnreadLocked(ch, a)
 		h.refreshSummaryLocked(ch.group)
 	case chanSession:
 		h.refreshSummaryLocked(ch.group)
