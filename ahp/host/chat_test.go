@@ -558,3 +558,36 @@ func TestClientExecutedToolCall(t *testing.T) {
 	assert.Equal(t, req.ID, rm.Action.Value.(*wire.SessionInputNeededRemovedAction).ID)
 	assert.Empty(t, hs.readSession(t, s.uri).InputNeeded)
 }
+
+// TestDepartedClientsToolCallsFail: when the client executing a tool call
+// leaves the session's active clients (here: its only connection closes),
+// the host fails that call with chat/toolCallComplete so the turn does not
+// wait forever for a result nobody will send.
+func TestDepartedClientsToolCallsFail(t *testing.T) {
+	hs := newHarness(t, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	s := hs.newSession(owner, "departed")
+	owner.accepted(s.uri, &wire.SessionActiveClientSetAction{ActiveClient: wire.SessionActiveClient{ClientID: "owner", Tools: []wire.ToolDefinition{}}})
+	watcher := hs.dial(t, "watcher")
+	watcher.initialize(s.uri, s.chat)
+
+	contributor := wire.NewToolCallContributor(&wire.ToolCallClientContributor{ClientID: "owner"})
+	hs.dispatch(t, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+		&wire.ChatToolCallStartAction{TurnID: "t1", ToolCallID: "ct", ToolName: "run", DisplayName: "Run", Contributor: &contributor},
+		&wire.ChatToolCallReadyAction{TurnID: "t1", ToolCallID: "ct", InvocationMessage: wire.PlainText("run it"),
+			Confirmed: wire.Ptr(wire.ToolCallConfirmationReasonNotNeeded)})
+	watcher.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionInputNeededSet))
+
+	owner.close()
+	watcher.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionActiveClientRemoved))
+	e := watcher.nextEnvelope(isAction(s.chat, wire.ActionTypeChatToolCallComplete))
+	done := e.Action.Value.(*wire.ChatToolCallCompleteAction)
+	assert.Equal(t, "ct", done.ToolCallID)
+	assert.False(t, done.Result.Success)
+	require.NotNil(t, done.Result.Error)
+	assert.Contains(t, done.Result.Error.Message, "owner")
+	watcher.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionInputNeededRemoved))
+}
