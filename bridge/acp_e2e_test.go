@@ -361,11 +361,11 @@ func TestACPUnknownMethods(t *testing.T) {
 func TestACPTitleAndUsage(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
+	_, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
 	require.NoError(t, err, "the title sent before session/new's response is not lost")
 
 	r.turn(ch, "title A new title")
-	st, err = r.c.Session(ch)
+	st, err := r.c.Session(ch)
 	require.NoError(t, err)
 	assert.Equal(t, "A new title", st.Summary.Title)
 
