@@ -1,9 +1,10 @@
 module github.com/ahp-bridge/ahp-bridge
 
-go 1.24
+go 1.25
 
 require (
 	github.com/coder/acp-go-sdk v0.13.5
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/rs/zerolog v1.35.1
 	github.com/stretchr/testify v1.12.1

@@ -18,7 +18,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// turnState tracks the running turn of a session.
+// turnState tracks the running turn of a session. Its fields are guarded
+// by the session's mu.
 type turnState struct {
 	proc            *agentProc // set once the prompt is about to be sent
 	acpID           string
@@ -28,7 +29,8 @@ type turnState struct {
 	timer           *time.Timer
 }
 
-// pendingPerm is a session/request_permission waiting for the user.
+// pendingPerm is a session/request_permission waiting for the user. Its
+// fields never change; once makes the answer happen once.
 type pendingPerm struct {
 	once sync.Once
 	id   json.RawMessage
@@ -36,6 +38,17 @@ type pendingPerm struct {
 }
 
 // session is a backend.Session on an ACP agent.
+//
+// Lock discipline: the fields above mu are set by newSession and never
+// change; mu guards every field below it, including the running turn's
+// turnState. mu is a leaf lock, held only to read or write those fields:
+// never across a call to the agent, the sink, the queue or the provider,
+// and nothing else is locked while it is held (the agent's routing lock
+// is taken before it, in addPermission). Work that spans calls to the
+// agent and must not overlap is marked in the guarded state instead of
+// being done under a lock: prompting while a Prompt runs, recreating while
+// the ACP session is being re-created on a restarted agent. A caller that
+// finds one of them set waits for that channel to close, then looks again.
 type session struct {
 	p       *Provider
 	opts    backend.SessionOptions
@@ -46,22 +59,19 @@ type session struct {
 	queue   *eventQueue
 	text    coalescer // merges queued text chunks; used by the queue goroutine only
 
-	turnMu   sync.Mutex // one Prompt at a time
-	createMu sync.Mutex // one re-creation of the ACP session at a time
-
-	mu        sync.Mutex
-	proc      *agentProc // the agent the ACP session lives on
-	acpID     string
-	closed    bool
-	turn      *turnState
-	perms     map[*pendingPerm]struct{}
-	suppress  *agentProc // agent we killed ourselves: no Disconnected for it
-	terms     map[string]*terminal
-	nextTermN int
-
-	cfgMu   sync.Mutex
-	options []backend.ConfigOption // the agent's configOptions
-	modes   *backend.ConfigOption  // the agent's legacy session modes
+	mu         sync.Mutex
+	proc       *agentProc // the agent the ACP session lives on
+	acpID      string
+	closed     bool
+	prompting  chan struct{} // non-nil while a Prompt runs; closed when it returns
+	recreating chan struct{} // non-nil while agentSession re-creates the ACP session
+	turn       *turnState    // the turn Cancel acts on; nil between turns
+	perms      map[*pendingPerm]struct{}
+	suppress   *agentProc // agent we killed ourselves: no Disconnected for it
+	terms      map[string]*terminal
+	nextTermN  int
+	options    []backend.ConfigOption // the agent's configOptions
+	modes      *backend.ConfigOption  // the agent's legacy session modes
 }
 
 var _ backend.Session = (*session)(nil)
@@ -171,10 +181,10 @@ func (s *session) setInitialConfig(resp sdk.NewSessionResponse) error {
 		}
 		errs = append(errs, err)
 	}
-	s.cfgMu.Lock()
+	s.mu.Lock()
 	s.options, s.modes = opts, modes
 	all := s.allOptionsLocked()
-	s.cfgMu.Unlock()
+	s.mu.Unlock()
 	s.p.setModels(all)
 	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
 	return errors.Join(errs...)
@@ -204,9 +214,9 @@ func hasCategory(opts []backend.ConfigOption, cat string) bool {
 
 // applyModel selects the model the bridge asked for, if it is not current.
 func (s *session) applyModel(ctx context.Context, a *agentProc, id string) error {
-	s.cfgMu.Lock()
+	s.mu.Lock()
 	o, _ := s.findOptionLocked("model")
-	s.cfgMu.Unlock()
+	s.mu.Unlock()
 	if o == nil {
 		return errors.New("the agent offers no model setting")
 	}
@@ -274,7 +284,7 @@ func (s *session) mergeConfig(kind string, evs []backend.Event) []backend.Event 
 	if !ok {
 		return evs
 	}
-	s.cfgMu.Lock()
+	s.mu.Lock()
 	if kind == kindConfigOptionUpdate {
 		s.options = cc.Options
 	} else if len(cc.Options) == 1 {
@@ -294,28 +304,54 @@ func (s *session) mergeConfig(kind string, evs []backend.Event) []backend.Event 
 		}
 	}
 	all := s.allOptionsLocked()
-	s.cfgMu.Unlock()
+	s.mu.Unlock()
 	s.p.setModels(all)
 	return []backend.Event{backend.ConfigChanged{Options: all}}
 }
 
 // agentSession returns the agent and ACP session id to talk to, starting
 // the agent and re-creating the ACP session when the agent was restarted.
+// Concurrent callers wait for one re-creation rather than each starting
+// their own.
 func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) {
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	s.mu.Lock()
-	if s.closed {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, "", errors.New("session is closed")
+		}
+		if wait := s.recreating; wait != nil {
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, "", fmt.Errorf("waiting for the agent session to be re-created: %w", ctx.Err())
+			}
+		}
+		a, id := s.proc, s.acpID
+		if a != nil && !a.isExited() {
+			s.mu.Unlock()
+			return a, id, nil
+		}
+		done := make(chan struct{})
+		s.recreating = done
 		s.mu.Unlock()
-		return nil, "", errors.New("session is closed")
+		return s.recreate(ctx, a, id, done)
 	}
-	a, id := s.proc, s.acpID
-	s.mu.Unlock()
-	if a != nil && !a.isExited() {
-		return a, id, nil
-	}
-	if a != nil {
-		a.unregister(id, s)
+}
+
+// recreate runs session/new on a (re)started agent for agentSession, which
+// has set s.recreating to done.
+func (s *session) recreate(ctx context.Context, old *agentProc, oldID string, done chan struct{}) (*agentProc, string, error) {
+	defer func() {
+		s.mu.Lock()
+		s.recreating = nil
+		s.mu.Unlock()
+		close(done)
+	}()
+	if old != nil {
+		old.unregister(oldID, s)
 	}
 	s.log.Warn().Msg("the agent was restarted: creating a new agent session; the earlier conversation history is lost to the agent")
 	if err := s.create(ctx); err != nil {
@@ -326,16 +362,41 @@ func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) 
 	return s.proc, s.acpID, nil
 }
 
+// beginPrompt waits until no other Prompt runs, then records t as the
+// running turn. The returned func ends the Prompt.
+func (s *session) beginPrompt(ctx context.Context, t *turnState) (end func(), err error) {
+	s.mu.Lock()
+	for s.prompting != nil {
+		wait := s.prompting
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("turn aborted while waiting for the previous one to end: %w", ctx.Err())
+		}
+		s.mu.Lock()
+	}
+	done := make(chan struct{})
+	s.prompting, s.turn = done, t
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.prompting = nil
+		s.mu.Unlock()
+		close(done)
+	}, nil
+}
+
 // Prompt runs one turn with session/prompt.
 func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnResult, error) {
-	s.turnMu.Lock()
-	defer s.turnMu.Unlock()
 	// The turn exists from here on, so a Cancel that comes while the agent
 	// is still starting is not lost.
 	t := &turnState{}
-	s.mu.Lock()
-	s.turn = t
-	s.mu.Unlock()
+	endPrompt, err := s.beginPrompt(ctx, t)
+	if err != nil {
+		return backend.TurnResult{StopReason: backend.StopCancelled}, err
+	}
+	defer endPrompt()
 	endEarly := func() {
 		s.mu.Lock()
 		t.ended = true
@@ -398,11 +459,11 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		if u.CachedReadTokens != nil {
 			res.Usage.CachedInputTokens = int64(*u.CachedReadTokens)
 		}
-		s.cfgMu.Lock()
+		s.mu.Lock()
 		if o, _ := s.findOptionLocked("model"); o != nil {
 			res.Usage.Model = o.Current
 		}
-		s.cfgMu.Unlock()
+		s.mu.Unlock()
 	}
 	return res, nil
 }
@@ -550,7 +611,7 @@ func (s *session) SetConfig(ctx context.Context, key, value string) error {
 }
 
 func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value string) error {
-	s.cfgMu.Lock()
+	s.mu.Lock()
 	o, legacy := s.findOptionLocked(key)
 	var optID string
 	boolean := false
@@ -558,7 +619,7 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 		optID = o.ID
 		boolean = isBooleanOption(*o)
 	}
-	s.cfgMu.Unlock()
+	s.mu.Unlock()
 	if o == nil {
 		return fmt.Errorf("the agent has no setting %q", key)
 	}
@@ -566,12 +627,12 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 		if _, err := a.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sdk.SessionId(id), ModeId: sdk.SessionModeId(value)}); err != nil {
 			return a.describeErr("setting the mode", err)
 		}
-		s.cfgMu.Lock()
+		s.mu.Lock()
 		if s.modes != nil {
 			s.modes.Current = value
 		}
 		all := s.allOptionsLocked()
-		s.cfgMu.Unlock()
+		s.mu.Unlock()
 		s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
 		return nil
 	}
@@ -592,14 +653,14 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 	if raw, merr := json.Marshal(resp.ConfigOptions); merr == nil {
 		opts, err = DecodeConfigOptions(raw)
 	}
-	s.cfgMu.Lock()
+	s.mu.Lock()
 	if err == nil && len(opts) > 0 {
 		s.options = opts
 	} else if cur, _ := s.findOptionLocked(key); cur != nil {
 		cur.Current = value
 	}
 	all := s.allOptionsLocked()
-	s.cfgMu.Unlock()
+	s.mu.Unlock()
 	s.p.setModels(all)
 	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
 	return nil

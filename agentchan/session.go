@@ -4,52 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
-// ErrNotConnected is returned (wrapped) when a frame must be sent while the
-// socket is down and being re-established.
-var ErrNotConnected = errors.New("not connected to the agent-channel backend")
-
-// ErrSessionClosed is returned (wrapped) by calls on a closed session.
-var ErrSessionClosed = errors.New("agent-channel session is closed")
-
 // maxAborted bounds how many aborted task ids are remembered to drop their
 // late frames.
 const maxAborted = 64
 
-// session is one workspace socket and the conversation on it.
+// session is the conversation on one agent-channel socket: it turns
+// Prompt, Cancel and SetConfig into frames, and the frames of the running
+// task into backend events and the turn's outcome. The socket (socket.go)
+// owns the connection and its goroutines; the session owns no goroutine
+// and is called by the socket's run goroutine (handle, lost, greeting) and
+// by the bridge.
+//
+// Lock discipline: mu guards every field below it, and is held only to
+// read or write them: never across a call to the socket or the sink.
 type session struct {
 	p    *Provider
-	cfg  Config
 	log  zerolog.Logger
 	sink backend.Sink
-
-	// ctx lives until Close; it stops reconnection and dialling.
-	ctx  context.Context
-	stop context.CancelFunc
-	done chan struct{} // closed when the connection goroutine has returned
-
-	// emitMu is held while one frame's events are delivered, so that Prompt
-	// can wait for deliveries in flight before it returns.
-	emitMu sync.Mutex
+	sock *socket
 
 	mu        sync.Mutex
-	conn      *websocket.Conn // nil while disconnected
-	connected chan struct{}   // closed while conn is up; replaced when it drops
-	lastErr   error           // why the last connection or attempt failed
 	turn      *turn
 	aborted   map[string]struct{}
 	abortList []string
@@ -57,8 +39,6 @@ type session struct {
 	model     string
 	closed    bool
 	turnSeq   int
-
-	writeMu sync.Mutex // one writer at a time (gorilla's rule)
 }
 
 // turn is a running Prompt.
@@ -66,6 +46,11 @@ type turn struct {
 	state *turnState
 	done  chan turnOutcome // buffered; receives exactly one outcome
 	once  sync.Once
+	// delivering counts frames of this turn whose events are being given
+	// to the sink, so Prompt returns only after the last of them. Add is
+	// called under the session's mu while this is the running turn, which
+	// is before the turn can end, and so before Prompt waits.
+	delivering sync.WaitGroup
 }
 
 type turnOutcome struct {
@@ -80,241 +65,36 @@ func newTurn(taskID string) *turn {
 func (t *turn) finish(o turnOutcome) { t.once.Do(func() { t.done <- o }) }
 
 func newSession(p *Provider, opts backend.SessionOptions, sink backend.Sink) *session {
-	ctx, stop := context.WithCancel(context.Background())
-	return &session{
-		p:         p,
-		cfg:       p.cfg,
-		log:       p.log.With().Str("session", opts.SessionID).Logger(),
-		sink:      sink,
-		ctx:       ctx,
-		stop:      stop,
-		done:      make(chan struct{}),
-		connected: make(chan struct{}),
-		aborted:   map[string]struct{}{},
-		model:     opts.Model,
+	s := &session{
+		p:       p,
+		log:     p.log.With().Str("session", opts.SessionID).Logger(),
+		sink:    sink,
+		aborted: map[string]struct{}{},
+		model:   opts.Model,
 	}
+	s.sock = newSocket(p.url, p.cfg, s.log, socketEvents{greeting: s.greeting, frame: s.handle, lost: s.lost})
+	return s
 }
 
-// start dials the socket and starts the connection goroutine.
-func (s *session) start(ctx context.Context) error {
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		// Close during the first dial also stops it.
-		select {
-		case <-s.ctx.Done():
-			cancel()
-		case <-dctx.Done():
-		}
-	}()
-	conn, err := s.dial(dctx)
-	if err != nil {
-		s.stop()
-		close(s.done)
-		return fmt.Errorf("connect to agent-channel backend %q: %w", s.cfg.ID, err)
-	}
-	if err := s.attach(conn); err != nil {
-		_ = conn.Close()
-		s.stop()
-		close(s.done)
-		return fmt.Errorf("agent-channel backend %q: %w", s.cfg.ID, err)
-	}
-	go s.run(conn)
-	return nil
-}
+// start connects the session's socket.
+func (s *session) start(ctx context.Context) error { return s.sock.open(ctx) }
 
-// dial opens one connection, presenting the token as configured.
-func (s *session) dial(ctx context.Context) (*websocket.Conn, error) {
-	u := *s.p.url
-	d := websocket.Dialer{
-		Proxy:            http.ProxyFromEnvironment,
-		HandshakeTimeout: s.cfg.DialTimeout,
-	}
-	if s.cfg.Token != "" {
-		switch s.cfg.TokenMode {
-		case TokenSubprotocol:
-			d.Subprotocols = []string{"Bearer", s.cfg.Token}
-		default:
-			q := u.Query()
-			q.Set("token", s.cfg.Token)
-			u.RawQuery = q.Encode()
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-	defer cancel()
-	conn, resp, err := d.DialContext(ctx, u.String(), nil)
-	if err != nil {
-		return nil, s.describeDialError(err, resp)
-	}
-	conn.SetReadLimit(s.cfg.MaxMessageSize)
-	return conn, nil
-}
-
-// describeDialError says what the server answered, never the token.
-func (s *session) describeDialError(err error, resp *http.Response) error {
-	where := redactURL(s.p.url)
-	msg := err.Error()
-	if s.cfg.Token != "" {
-		msg = strings.ReplaceAll(msg, s.cfg.Token, "REDACTED")
-	}
-	if resp == nil {
-		return fmt.Errorf("dial %s: %s", where, msg)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	text := strings.TrimSpace(string(body))
-	if s.cfg.Token != "" {
-		text = strings.ReplaceAll(text, s.cfg.Token, "REDACTED")
-	}
-	hint := ""
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		hint = " (check the token)"
-	}
-	if text != "" {
-		return fmt.Errorf("dial %s: the server answered %s%s: %s", where, resp.Status, hint, text)
-	}
-	return fmt.Errorf("dial %s: the server answered %s%s", where, resp.Status, hint)
-}
-
-// attach makes conn the session's connection and restores the settings.
-func (s *session) attach(conn *websocket.Conn) error {
+// greeting is the settings frame that restores the model and provider on a
+// new connection, if any were chosen.
+func (s *session) greeting() []ClientMessage {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrSessionClosed
-	}
-	s.conn = conn
 	provider, model := s.provider, s.model
 	s.mu.Unlock()
-	if provider != "" || model != "" {
-		if err := s.writeTo(conn, SettingsMessage(provider, model)); err != nil {
-			s.mu.Lock()
-			s.conn = nil
-			s.mu.Unlock()
-			return fmt.Errorf("send settings: %w", err)
-		}
+	if provider == "" && model == "" {
+		return nil
 	}
-	s.mu.Lock()
-	close(s.connected)
-	s.mu.Unlock()
-	s.log.Debug().Msg("agent-channel connected")
-	return nil
-}
-
-// run owns the connection: it reads until the connection fails, then
-// reconnects, until the session is closed.
-func (s *session) run(conn *websocket.Conn) {
-	defer close(s.done)
-	for {
-		err := s.readLoop(conn)
-		_ = conn.Close()
-		s.lost(err)
-		if s.ctx.Err() != nil {
-			return
-		}
-		conn = s.reconnect()
-		if conn == nil {
-			return
-		}
-	}
-}
-
-// errTooBig explains an oversize message.
-type errTooBig struct{ limit int64 }
-
-func (e errTooBig) Error() string {
-	return fmt.Sprintf("the agent-channel backend sent a message larger than %d bytes", e.limit)
-}
-
-// readLoop reads frames until the connection fails, keeping it alive with
-// pings while idle and declaring it dead after PongTimeout of silence.
-func (s *session) readLoop(conn *websocket.Conn) error {
-	var lastRead atomic.Int64
-	alive := func() {
-		now := time.Now()
-		lastRead.Store(now.UnixNano())
-		_ = conn.SetReadDeadline(now.Add(s.cfg.PongTimeout))
-	}
-	alive()
-	conn.SetPongHandler(func(string) error { alive(); return nil })
-	conn.SetPingHandler(func(data string) error {
-		alive()
-		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.cfg.WriteTimeout))
-		if err == websocket.ErrCloseSent {
-			return nil
-		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return nil
-		}
-		return err
-	})
-
-	pingCtx, stopPing := context.WithCancel(s.ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.pinger(pingCtx, conn, &lastRead)
-	}()
-	defer func() {
-		stopPing()
-		wg.Wait()
-	}()
-
-	for {
-		typ, data, err := conn.ReadMessage()
-		if err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) {
-				s.log.Warn().Int64("limit", s.cfg.MaxMessageSize).Msg("agent-channel message too large; reconnecting")
-				return errTooBig{limit: s.cfg.MaxMessageSize}
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return fmt.Errorf("no answer from the agent-channel backend for %s", s.cfg.PongTimeout)
-			}
-			return err
-		}
-		alive()
-		if typ != websocket.TextMessage {
-			s.log.Debug().Int("type", typ).Msg("agent-channel: ignoring non-text message")
-			continue
-		}
-		s.handle(data)
-		// Time spent handling a frame is not silence of the server.
-		alive()
-	}
-}
-
-// pinger pings the server when nothing was read for a ping interval.
-func (s *session) pinger(ctx context.Context, conn *websocket.Conn, lastRead *atomic.Int64) {
-	t := time.NewTicker(s.cfg.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if time.Since(time.Unix(0, lastRead.Load())) < s.cfg.PingInterval {
-				continue
-			}
-			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.cfg.WriteTimeout)); err != nil {
-				s.log.Debug().Err(err).Msg("agent-channel ping failed")
-				return
-			}
-		}
-	}
+	return []ClientMessage{SettingsMessage(provider, model)}
 }
 
 // lost handles a dropped connection: a running turn ends with an error;
 // otherwise the sink hears that the backend is disconnected.
 func (s *session) lost(err error) {
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
 	s.mu.Lock()
-	s.conn = nil
-	s.connected = make(chan struct{})
-	s.lastErr = err
 	t := s.turn
 	s.turn = nil
 	closing := s.closed
@@ -330,58 +110,6 @@ func (s *session) lost(err error) {
 	s.sink.Event(backend.Disconnected{Err: fmt.Errorf("the connection to the agent-channel backend was lost (reconnecting): %w", err)})
 }
 
-// reconnect dials with exponential backoff and jitter until it succeeds or
-// the session is closed (then it returns nil).
-func (s *session) reconnect() *websocket.Conn {
-	for attempt := 0; ; attempt++ {
-		delay := backoff(attempt, s.cfg.BackoffInitial, s.cfg.BackoffMax, rand.Float64())
-		t := time.NewTimer(delay)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		conn, err := s.dial(s.ctx)
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return nil
-			}
-			s.mu.Lock()
-			s.lastErr = err
-			s.mu.Unlock()
-			s.log.Warn().Err(err).Int("attempt", attempt+1).Msg("agent-channel reconnection failed")
-			continue
-		}
-		if err := s.attach(conn); err != nil {
-			_ = conn.Close()
-			if errors.Is(err, ErrSessionClosed) {
-				return nil
-			}
-			s.mu.Lock()
-			s.lastErr = err
-			s.mu.Unlock()
-			continue
-		}
-		s.log.Info().Int("attempt", attempt+1).Msg("agent-channel reconnected")
-		return conn
-	}
-}
-
-// backoff is the delay before reconnection attempt n (0-based): initial
-// doubled n times, capped at max, then jittered into [d/2, d) by r in [0,1).
-func backoff(n int, initial, max time.Duration, r float64) time.Duration {
-	d := initial
-	for i := 0; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max || d <= 0 {
-		d = max
-	}
-	half := d / 2
-	return half + time.Duration(r*float64(d-half))
-}
-
 // handle decodes one message and delivers what it means for the turn.
 func (s *session) handle(data []byte) {
 	f, err := DecodeFrame(data)
@@ -393,8 +121,6 @@ func (s *session) handle(data []byte) {
 		s.log.Debug().Str("channel", f.Channel).Str("type", f.Type).Msg("agent-channel: ignoring frame of another channel")
 		return
 	}
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
 	s.mu.Lock()
 	t := s.turn
 	if f.TaskID != "" && (t == nil || f.TaskID != t.state.taskID) {
@@ -420,6 +146,8 @@ func (s *session) handle(data []byte) {
 	if st.End != nil {
 		s.turn = nil
 	}
+	t.delivering.Add(1)
+	defer t.delivering.Done()
 	s.mu.Unlock()
 	if len(st.Events) == 0 && st.End == nil {
 		s.log.Debug().Str("type", f.Type).Msg("agent-channel: ignoring unknown frame type")
@@ -500,74 +228,22 @@ func (s *session) questionResponder(t *turn, toolCallID string) func([]string, b
 	}
 }
 
-// send writes msg on the current connection.
+// send writes msg on the socket's current connection.
 func (s *session) send(msg ClientMessage) error {
 	s.mu.Lock()
-	conn, closed := s.conn, s.closed
+	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return ErrSessionClosed
 	}
-	if conn == nil {
-		return ErrNotConnected
-	}
-	return s.writeTo(conn, msg)
-}
-
-func (s *session) writeTo(conn *websocket.Conn, msg ClientMessage) error {
-	b, err := msg.Encode()
-	if err != nil {
-		return err
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)); err != nil {
-		return fmt.Errorf("write agent-channel %q frame: %w", msg.Type, err)
-	}
-	if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
-		return fmt.Errorf("write agent-channel %q frame: %w", msg.Type, err)
-	}
-	return nil
-}
-
-// waitConnected waits for a reconnection in progress, up to ConnectWait.
-func (s *session) waitConnected(ctx context.Context) error {
-	s.mu.Lock()
-	ch, closed, lastErr := s.connected, s.closed, s.lastErr
-	s.mu.Unlock()
-	if closed {
-		return ErrSessionClosed
-	}
-	select {
-	case <-ch:
-		return nil
-	default:
-	}
-	t := time.NewTimer(s.cfg.ConnectWait)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.ctx.Done():
-		return ErrSessionClosed
-	case <-t.C:
-		s.mu.Lock()
-		lastErr = s.lastErr
-		s.mu.Unlock()
-		if lastErr != nil {
-			return fmt.Errorf("%w (still reconnecting after %s; last error: %w)", ErrNotConnected, s.cfg.ConnectWait, lastErr)
-		}
-		return fmt.Errorf("%w (still reconnecting after %s)", ErrNotConnected, s.cfg.ConnectWait)
-	}
+	return s.sock.send(msg)
 }
 
 // Prompt sends the prompt as a task whose id is the turn id and waits for
 // the task's `result` (StopEndTurn), `error` (an error), a Cancel
 // (StopCancelled) or the loss of the connection (an error).
 func (s *session) Prompt(ctx context.Context, p backend.Prompt) (backend.TurnResult, error) {
-	if err := s.waitConnected(ctx); err != nil {
+	if err := s.sock.waitConnected(ctx); err != nil {
 		return backend.TurnResult{}, err
 	}
 	s.mu.Lock()
@@ -609,9 +285,9 @@ func (s *session) Prompt(ctx context.Context, p backend.Prompt) (backend.TurnRes
 			o.err = fmt.Errorf("agent-channel turn stopped: %w", ctx.Err())
 		}
 	}
-	// Wait for a frame whose events are being delivered right now.
-	s.emitMu.Lock()
-	s.emitMu.Unlock() //nolint:staticcheck // an intentional barrier
+	// The outcome can overtake a frame of the turn whose events are being
+	// delivered (a Cancel, a lost connection); none may follow Prompt.
+	t.delivering.Wait()
 	return o.result, o.err
 }
 
@@ -676,15 +352,14 @@ func (s *session) SetConfig(ctx context.Context, key, value string) error {
 }
 
 // Close ends a running turn with an error, closes the socket and stops
-// reconnection. It waits for the connection goroutine, or for ctx.
+// reconnection. It waits for the socket's goroutines, or for ctx.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return s.wait(ctx)
+		return s.sock.close(ctx)
 	}
 	s.closed = true
-	conn := s.conn
 	t := s.turn
 	s.turn = nil
 	s.mu.Unlock()
@@ -692,23 +367,5 @@ func (s *session) Close(ctx context.Context) error {
 	if t != nil {
 		t.finish(turnOutcome{err: ErrSessionClosed})
 	}
-	s.stop()
-	if conn != nil {
-		s.writeMu.Lock()
-		_ = conn.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session closed"),
-			time.Now().Add(time.Second))
-		s.writeMu.Unlock()
-		_ = conn.Close()
-	}
-	return s.wait(ctx)
-}
-
-func (s *session) wait(ctx context.Context) error {
-	select {
-	case <-s.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("close agent-channel session: %w", ctx.Err())
-	}
+	return s.sock.close(ctx)
 }

@@ -37,9 +37,10 @@ type Host interface {
 
 // Options configure a Bridge.
 type Options struct {
-	// Approve is the permission policy: "ask" (default) forwards every
-	// request to AHP clients; "all", "reads" and "none" answer without asking.
-	Approve string
+	// Approve is the permission policy: PolicyAsk (the zero value)
+	// forwards every request to AHP clients; the others answer without
+	// asking.
+	Approve mapping.Policy
 	Logger  zerolog.Logger
 	// NewID makes identifiers for response parts and input requests; random
 	// UUIDs by default.
@@ -68,9 +69,6 @@ type Bridge struct {
 
 // New returns a Bridge over the given providers. Attach a Host before Start.
 func New(providers []backend.Provider, opts Options) *Bridge {
-	if opts.Approve == "" {
-		opts.Approve = "ask"
-	}
 	if opts.NewID == nil {
 		opts.NewID = NewUUID
 	}

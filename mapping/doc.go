@@ -10,7 +10,7 @@
 //
 // AHP → backend: PermissionOutcome, InputAnswers and PromptFromTurn turn the
 // actions AHP clients dispatch back into what a backend session accepts, and
-// AutoApprove implements the `--approve` policy.
+// Policy and AutoApprove implement the `--approve` policy.
 //
 // Nothing here does I/O, reads a clock or generates randomness: identifiers
 // come from the generator handed to NewTurn, so the same events always give

@@ -11,34 +11,6 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
-// Approval policies of `--approve`.
-const (
-	PolicyAsk   = "ask"   // forward every permission request to AHP clients
-	PolicyAll   = "all"   // approve everything
-	PolicyReads = "reads" // approve read-only kinds, ask for the rest
-	PolicyNone  = "none"  // deny everything
-)
-
-// ReadKinds are the ACP tool kinds the `reads` policy approves.
-var readKinds = map[string]bool{"read": true, "search": true, "think": true, "fetch": true}
-
-// AutoApprove applies an `--approve` policy to a tool call of the given ACP
-// kind. decide is false when the user must be asked; otherwise approve says
-// what the policy decided. Unknown policies ask.
-func AutoApprove(policy string, kind string) (decide bool, approve bool) {
-	switch policy {
-	case PolicyAll:
-		return true, true
-	case PolicyNone:
-		return true, false
-	case PolicyReads:
-		if readKinds[kind] {
-			return true, true
-		}
-	}
-	return false, false
-}
-
 // AutoOutcome is the answer a policy decision gives: approve picks
 // allow_once, else allow_always; deny picks reject_once, else reject_always;
 // when no option fits the request is cancelled.

@@ -1,8 +1,10 @@
 package host
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -53,6 +55,8 @@ type conn struct {
 	qcap    int
 	wake    chan struct{} // capacity 1: tells writeLoop that frames were queued
 	dead    bool          // no more frames are accepted
+	drained bool          // the peer's input ended; the writer is flushing what is owed
+	idle    chan struct{} // made by drain: told when pending drops to zero
 	holding bool          // frames are parked in held (see hold)
 	held    [][]byte      // frames parked while holding
 
@@ -175,6 +179,73 @@ func (c *conn) terminate(reason string) {
 	})
 }
 
+// drain ends a connection whose peer has closed its input cleanly. Such a
+// peer may still be reading (`printf '...' | ahp-bridge serve --stdio`
+// closes stdin at once and waits for the answers on stdout), so the
+// requests it made are answered and every frame queued so far is written
+// before the transport is closed. Frames produced later (a turn still
+// streaming) are dropped: the peer can no longer act on them. A peer that
+// stops reading cannot hold the connection open: after timeout it is
+// closed with whatever is still queued.
+func (c *conn) drain(reason string, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	// Whichever way this ends, terminate runs last: when the connection
+	// has already ended, it returns only once that first terminate has
+	// finished, which ServeConn relies on (see its c.closing.Wait).
+	final := reason
+	defer func() { c.terminate(final) }()
+	// The read loop has stopped, so no request can start now; wait for
+	// the asynchronous ones still running to queue their answers. idle is
+	// made here rather than with the connection, which would cost every
+	// idle connection a channel (docs/performance.md).
+	idle := make(chan struct{}, 1)
+	c.qmu.Lock()
+	c.idle = idle
+	c.qmu.Unlock()
+	for c.pending.Load() > 0 {
+		select {
+		case <-idle:
+		case <-c.kill:
+			return
+		case <-deadline.C:
+			final = fmt.Sprintf("%s; gave up after %s waiting for %d requests to be answered", reason, timeout, c.pending.Load())
+			return
+		}
+	}
+	c.qmu.Lock()
+	if !c.dead {
+		// The marker carries no frame, so it is queued even into a full
+		// queue: it only tells the writer where to stop.
+		c.queue = append(c.queue, outFrame{closeAfter: reason})
+		c.dead, c.drained = true, true
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	c.qmu.Unlock()
+	select {
+	case <-c.kill:
+	case <-deadline.C:
+		final = fmt.Sprintf("%s and did not read the replies owed to it within %s", reason, timeout)
+	}
+}
+
+// writeFailed ends the connection after a failed write. Once the peer's
+// input has ended, a write failing means it went away without reading
+// everything, which is its choice rather than a fault of ours.
+func (c *conn) writeFailed(err error) {
+	c.qmu.Lock()
+	drained := c.drained
+	c.qmu.Unlock()
+	if drained {
+		c.terminate("the client disconnected before reading every reply (write: " + err.Error() + ")")
+		return
+	}
+	c.terminate("write failed: " + err.Error())
+}
+
 // writeLoop writes queued frames in order until the connection ends. It
 // takes everything queued at once, so a burst costs one hand-off.
 func (c *conn) writeLoop() {
@@ -196,7 +267,7 @@ func (c *conn) writeLoop() {
 			if f.b != nil {
 				c.h.wireLog("out", f.b)
 				if err := c.tc.WriteMessage(f.b); err != nil {
-					c.terminate("write failed: " + err.Error())
+					c.writeFailed(err)
 					return
 				}
 			}

@@ -641,7 +641,16 @@ func (h *Host) startRequest(c *conn, id json.RawMessage, method string) bool {
 }
 
 func (h *Host) endRequest(c *conn) {
-	c.pending.Add(-1)
+	if c.pending.Add(-1) == 0 {
+		c.qmu.Lock()
+		if c.idle != nil {
+			select {
+			case c.idle <- struct{}{}:
+			default:
+			}
+		}
+		c.qmu.Unlock()
+	}
 	c.reqWG.Done()
 }
 

@@ -40,6 +40,7 @@ const (
 	DefaultMaxSubscriptionsPerConn = 1024
 	DefaultMaxSessions             = 1024
 	DefaultMaxPendingRequests      = 64
+	DefaultDrainTimeout            = 10 * time.Second
 	DefaultFetchTurnsLimit         = 50
 	MaxFetchTurnsLimit             = 1000
 )
@@ -56,6 +57,12 @@ type Options struct {
 	// connection whose queue overflows is closed; it can reconnect and
 	// replay.
 	OutboundQueue int
+	// DrainTimeout bounds how long a connection whose peer ended its
+	// input cleanly (io.EOF: stdin closed, a WebSocket closed normally)
+	// goes on answering its requests and writing the frames already
+	// queued for it before it is closed (default 10s, the WebSocket
+	// transport's default write timeout).
+	DrainTimeout time.Duration
 	// Clock returns the current time in Unix milliseconds (default
 	// time.Now); used for timestamps in state.
 	Clock func() int64
@@ -146,6 +153,9 @@ func New(opts Options) *Host {
 	}
 	if opts.OutboundQueue <= 0 {
 		opts.OutboundQueue = DefaultOutboundQueue
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
 	}
 	if opts.Clock == nil {
 		opts.Clock = func() int64 { return time.Now().UnixMilli() }
@@ -301,7 +311,9 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		}
 	default:
 		if errors.Is(readErr, io.EOF) {
-			c.terminate("the client disconnected")
+			// A clean end of input means "nothing more to say", not
+			// "stop writing": the replies owed are still delivered.
+			c.drain("the client disconnected", h.opts.DrainTimeout)
 			readErr = nil
 		} else {
 			c.terminate("read failed: " + readErr.Error())

@@ -385,3 +385,29 @@ func TestDemoCompletesNonInteractively(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 }
+
+// TestStdioPipedRequestsAllAnswered is `printf '<requests>' | ahp-bridge
+// serve --stdio`: the input ends at once, and every reply still arrives.
+func TestStdioPipedRequestsAllAnswered(t *testing.T) {
+	var in strings.Builder
+	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.3.0"],"clientId":"pipe"}}` + "\n")
+	const n = 50
+	for id := 2; id <= n; id++ {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"listSessions","params":{"channel":"ahp-root://"}}`+"\n", id)
+	}
+	code, out, errOut := runBin(t, 30*time.Second, in.String(), "serve", "--stdio", "--no-token")
+	require.Equal(t, 0, code, "stderr:\n%s", errOut)
+	answered := map[int]bool{}
+	for line := range strings.Lines(out) {
+		var m struct {
+			ID    int             `json:"id"`
+			Error json.RawMessage `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		assert.Nil(t, m.Error, line)
+		answered[m.ID] = true
+	}
+	for id := 1; id <= n; id++ {
+		assert.True(t, answered[id], "request %d has no reply; stdout:\n%s", id, out)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // Token is the connection token every Env requires.
@@ -40,7 +41,7 @@ type Env struct {
 
 // Options tune Start.
 type Options struct {
-	Approve string // --approve policy; "ask" by default
+	Approve string // --approve policy by name (mapping.ParsePolicy); "ask" when empty
 	Host    host.Options
 	// SendBuffer, when positive, is the kernel send buffer (SO_SNDBUF) of
 	// every connection the host accepts. Tests about a client that stops
@@ -95,7 +96,13 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 	}
 	hopts.Logger = log.With().Str("component", "host").Logger()
 	h := host.New(hopts)
-	b := bridge.New(providers, bridge.Options{Approve: opts.Approve, Logger: log.With().Str("component", "bridge").Logger()})
+	policy := mapping.PolicyAsk
+	if opts.Approve != "" {
+		var err error
+		policy, err = mapping.ParsePolicy(opts.Approve)
+		require.NoError(t, err)
+	}
+	b := bridge.New(providers, bridge.Options{Approve: policy, Logger: log.With().Str("component", "bridge").Logger()})
 	b.Attach(h)
 	h.SetBackend(b)
 	require.NoError(t, b.Start(context.Background()))

@@ -46,6 +46,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 const token = "soak-token"
@@ -135,7 +136,7 @@ func run(cfg config) error {
 		}, log.With().Str("provider", fmt.Sprint(i)).Logger()))
 	}
 	h := host.New(host.Options{ReplayBuffer: cfg.replayBuffer, Logger: log, Clock: func() int64 { return epoch.UnixMilli() }})
-	b := bridge.New(providers, bridge.Options{Approve: "ask", Logger: log})
+	b := bridge.New(providers, bridge.Options{Approve: mapping.PolicyAsk, Logger: log})
 	b.Attach(h)
 	h.SetBackend(b)
 	if err := b.Start(context.Background()); err != nil {

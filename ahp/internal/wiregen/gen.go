@@ -10,23 +10,56 @@ import (
 	"strings"
 )
 
-// overrides is the shape of overrides.json.
+// overrides is the shape of an overrides file: what one version's schemas
+// lose on their way from the TypeScript types, restored by hand. Every entry
+// names the schema place it applies to, and the generator fails when that
+// place does not exist or does not look as expected, so that a regeneration
+// against changed schemas surfaces stale overrides instead of hiding them.
 type overrides struct {
+	// Comment says where the overrides come from; the generator ignores it.
+	Comment string `json:"comment"`
 	// External maps schema names to Go types written by hand (or to builtins).
 	External map[string]string `json:"external"`
-	// Enums lists the enums the schemas reference but do not define.
+	// Enums are string enums with member names. A schema definition of the
+	// same name (an "enum" without member names) must list the same values.
 	Enums map[string]enumDef `json:"enums"`
-	// Defs are extra definitions, used by Patches to name inline objects.
+	// Defs are extra definitions: types the schemas leave out, or names for
+	// inline objects that Patches refer to.
 	Defs map[string]*Schema `json:"defs"`
+	// Docs replace the description of definitions (e.g. of hoisted ones).
+	Docs map[string]string `json:"docs"`
 	// Patches replace the schema of one property ("Def.prop").
 	Patches map[string]*Schema `json:"patches"`
+	// Hoist turns inline object schemas into one named definition: every
+	// property listed in From ("Def.prop") must hold the same shape, which
+	// becomes the definition; the properties then refer to it.
+	Hoist map[string]hoistDef `json:"hoist"`
+	// ConstEnums types fixed values by an enum of Enums: each "const" (or
+	// oneOf of consts) becomes a reference to the member with that value. A
+	// key is "Union.prop" (that property of every variant of the union),
+	// "Def.prop" (one property) or "Def" (a definition that is a oneOf of
+	// consts).
+	ConstEnums map[string]string `json:"constEnums"`
 	// Optional lists properties ("Def.prop") the schema calls required but the
 	// TypeScript types declare `T | undefined`: they may be absent.
 	Optional []string `json:"optional"`
 	// Skip lists definitions that are not wire shapes (TypeScript-only maps).
 	Skip []string `json:"skip"`
-	// Numbers gives the Go type of "number" properties by JSON name; the rest are float64.
+	// Numbers gives the Go type of "number" properties by "Def.prop" or by
+	// JSON name; the rest are DefaultNumber.
 	Numbers map[string]string `json:"numbers"`
+	// DefaultNumber is the Go type of the other "number" properties; empty
+	// means float64.
+	DefaultNumber string `json:"defaultNumber"`
+	// Accessors lists, per discriminated union, properties that every
+	// variant has (with the same Go type); the union gets a method of that
+	// name returning the held variant's value.
+	Accessors map[string][]string `json:"accessors"`
+}
+
+type hoistDef struct {
+	Doc  string   `json:"doc"`
+	From []string `json:"from"`
 }
 
 type enumDef struct {
@@ -75,6 +108,12 @@ type unionDef struct {
 	Doc      string
 	Disc     string // JSON property; "" for an untagged union
 	Variants []variant
+	// Accessors are methods reading a property every variant has.
+	Accessors []accessor
+}
+
+type accessor struct {
+	Method, Prop, Field, Type string
 }
 
 type aliasDef struct {
@@ -87,12 +126,14 @@ type namedInt struct {
 }
 
 type generator struct {
-	defs    map[string]*Schema
-	ov      *overrides
-	structs map[string]*structDef
-	unions  map[string]*unionDef
-	aliases map[string]*aliasDef
-	ints    map[string]*namedInt
+	// pkg and version name the package and the AHP version in the output.
+	pkg, version string
+	defs         map[string]*Schema
+	ov           *overrides
+	structs      map[string]*structDef
+	unions       map[string]*unionDef
+	aliases      map[string]*aliasDef
+	ints         map[string]*namedInt
 	// building guards against building a definition twice.
 	building map[string]bool
 }
@@ -121,7 +162,12 @@ func newGenerator(defs map[string]*Schema, ov *overrides) (*generator, error) {
 		}
 		d.Properties.Byname[prop] = s
 	}
+	if err := prepare(defs, ov); err != nil {
+		return nil, err
+	}
 	return &generator{
+		pkg:      "wire",
+		version:  "unknown",
 		defs:     defs,
 		ov:       ov,
 		structs:  map[string]*structDef{},
@@ -142,11 +188,52 @@ func (g *generator) build() error {
 		if _, ext := g.ov.External[n]; ext || slices.Contains(g.ov.Skip, n) {
 			continue
 		}
+		if _, enum := g.ov.Enums[n]; enum {
+			// The overrides' enum, with member names, replaces the schema's.
+			continue
+		}
 		if err := g.buildDef(n, g.defs[n]); err != nil {
 			return fmt.Errorf("definition %s: %w", n, err)
 		}
 	}
+	if err := g.buildAccessors(); err != nil {
+		return err
+	}
 	return g.checkForced()
+}
+
+// buildAccessors checks and records overrides.accessors.
+func (g *generator) buildAccessors() error {
+	for _, name := range sortedKeys(g.ov.Accessors) {
+		u := g.unions[name]
+		if u == nil || u.Disc == "" {
+			return fmt.Errorf("overrides accessors %q: not a discriminated union", name)
+		}
+		for _, prop := range g.ov.Accessors[name] {
+			acc := accessor{Method: goName(prop), Prop: prop}
+			if acc.Method == goName(u.Disc) || acc.Method == "MarshalJSON" || acc.Method == "UnmarshalJSON" {
+				return fmt.Errorf("overrides accessors %q: method %s is taken", name, acc.Method)
+			}
+			for _, v := range u.Variants {
+				var f *field
+				for i := range g.structs[v.Type].Fields {
+					if g.structs[v.Type].Fields[i].JSONName == prop {
+						f = &g.structs[v.Type].Fields[i]
+					}
+				}
+				switch {
+				case f == nil:
+					return fmt.Errorf("overrides accessors %q: variant %s has no property %s", name, v.Type, prop)
+				case acc.Type == "":
+					acc.Field, acc.Type = f.GoName, f.Type
+				case f.Type != acc.Type:
+					return fmt.Errorf("overrides accessors %q: property %s is a %s in %s but a %s elsewhere", name, prop, f.Type, v.Type, acc.Type)
+				}
+			}
+			u.Accessors = append(u.Accessors, acc)
+		}
+	}
+	return nil
 }
 
 func (g *generator) buildDef(name string, s *Schema) error {
@@ -170,10 +257,66 @@ func (g *generator) buildDef(name string, s *Schema) error {
 			g.aliases[name] = &aliasDef{Name: name, Target: base, Doc: s.Description}
 			return nil
 		}
+		if t, _, ok := scalarUnion(members); ok {
+			g.aliases[name] = &aliasDef{Name: name, Target: t, Doc: s.Description}
+			return nil
+		}
 		return g.buildUnion(name, s.Description, members)
+	case s.Properties == nil && (s.Ref != "" || isScalar(s)):
+		// A named scalar or another name for a definition.
+		t, _, _, err := g.goType(name, "", s)
+		if err != nil {
+			return err
+		}
+		g.aliases[name] = &aliasDef{Name: name, Target: t, Doc: s.Description}
+		return nil
 	default:
 		return g.buildStruct(name, s)
 	}
+}
+
+// isScalar reports whether s is a string, number, integer or boolean, or a
+// fixed value of one.
+func isScalar(s *Schema) bool {
+	if s.Ref != "" || s.Properties != nil || len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
+		return false
+	}
+	t, _ := s.typeName()
+	switch t {
+	case "string", "number", "integer", "boolean":
+		return true
+	case "":
+		return len(s.Const) > 0
+	}
+	return false
+}
+
+// scalarUnion reports whether every member of a union is an inline scalar
+// (TypeScript `'a' | 'b'` or `string | number | boolean | null`) and gives
+// the Go type that holds them all: string when every member is a string,
+// otherwise any.
+func scalarUnion(members []*Schema) (string, typeKind, bool) {
+	if len(members) == 0 {
+		return "", 0, false
+	}
+	allStrings := true
+	for _, m := range members {
+		t, _ := m.typeName()
+		if t == "null" && m.Ref == "" && len(m.Const) == 0 {
+			allStrings = false
+			continue
+		}
+		if !isScalar(m) {
+			return "", 0, false
+		}
+		if _, isString := constString(m); !isString && t != "string" {
+			allStrings = false
+		}
+	}
+	if allStrings {
+		return "string", kindPlain, true
+	}
+	return "any", kindAny, true
 }
 
 func nonEmpty(ss []*Schema) []*Schema {
@@ -282,6 +425,9 @@ func (g *generator) goType(parent, prop string, s *Schema) (string, typeKind, bo
 			return "any", kindAny, false, nil
 		}
 		if t, ok := g.ov.External[name]; ok {
+			if t == "any" {
+				return t, kindAny, false, nil
+			}
 			return t, kindPlain, false, nil
 		}
 		if base, _, ok := strings.Cut(name, "."); ok {
@@ -300,6 +446,9 @@ func (g *generator) goType(parent, prop string, s *Schema) (string, typeKind, bo
 		if err := g.buildDef(name, d); err != nil {
 			return "", 0, false, fmt.Errorf("definition %s: %w", name, err)
 		}
+		if a := g.aliases[name]; a != nil && a.Target == "any" {
+			return name, kindAny, false, nil
+		}
 		return name, kindPlain, false, nil
 	}
 	if len(s.OneOf) > 0 || len(s.AnyOf) > 0 {
@@ -313,6 +462,9 @@ func (g *generator) goType(parent, prop string, s *Schema) (string, typeKind, bo
 			t, k, _, err := g.goType(parent, prop, members[0])
 			return t, k, nullable, err
 		}
+		if t, k, ok := scalarUnion(members); ok {
+			return t, k, nullable, nil
+		}
 		name := parent + exported(prop)
 		if err := g.buildUnion(name, s.Description, members); err != nil {
 			return "", 0, false, err
@@ -320,19 +472,39 @@ func (g *generator) goType(parent, prop string, s *Schema) (string, typeKind, bo
 		return name, kindPlain, nullable, nil
 	}
 	t, nullable := s.typeName()
+	if t == "" && len(s.Const) > 0 {
+		// A fixed value without a "type" (TypeScript literal types).
+		var v any
+		if err := json.Unmarshal(s.Const, &v); err != nil {
+			return "", 0, false, fmt.Errorf("const %s: %w", s.Const, err)
+		}
+		switch v.(type) {
+		case string:
+			t = "string"
+		case bool:
+			t = "boolean"
+		case float64:
+			t = "number"
+		default:
+			return "", 0, false, fmt.Errorf("unsupported const %s", s.Const)
+		}
+	}
 	switch t {
 	case "string":
 		return "string", kindPlain, nullable, nil
 	case "boolean":
 		return "bool", kindPlain, nullable, nil
 	case "integer":
-		if n, ok := g.ov.Numbers[prop]; ok {
+		if n, ok := g.number(parent, prop); ok {
 			return n, kindPlain, nullable, nil
 		}
 		return "int64", kindPlain, nullable, nil
 	case "number":
-		if n, ok := g.ov.Numbers[prop]; ok {
+		if n, ok := g.number(parent, prop); ok {
 			return n, kindPlain, nullable, nil
+		}
+		if g.ov.DefaultNumber != "" {
+			return g.ov.DefaultNumber, kindPlain, nullable, nil
 		}
 		return "float64", kindPlain, nullable, nil
 	case "array":
@@ -377,9 +549,19 @@ func (g *generator) goType(parent, prop string, s *Schema) (string, typeKind, bo
 	return "", 0, false, fmt.Errorf("unsupported schema type %q", t)
 }
 
+// number returns the Go type overrides.numbers gives property prop of
+// parent, by "Def.prop" or else by name.
+func (g *generator) number(parent, prop string) (string, bool) {
+	if n, ok := g.ov.Numbers[parent+"."+prop]; ok {
+		return n, true
+	}
+	n, ok := g.ov.Numbers[prop]
+	return n, ok
+}
+
 // discriminatorOf finds the property of variant struct schema s whose value
-// is fixed (an enum member reference, a one-value enum or a const, or a
-// oneOf of members of one enum).
+// is fixed: an enum member reference, a one-value enum, a string const, or a
+// oneOf of members of one enum or of string consts.
 func (g *generator) discriminatorOf(s *Schema) (prop string, values, consts []string, err error) {
 	if s.Properties == nil {
 		return "", nil, nil, nil
@@ -393,6 +575,23 @@ func (g *generator) discriminatorOf(s *Schema) (prop string, values, consts []st
 		case len(ps.OneOf) > 0:
 			if _, ok := g.enumMembersBase(nonEmpty(ps.OneOf)); ok {
 				refs = nonEmpty(ps.OneOf)
+				break
+			}
+			for _, m := range nonEmpty(ps.OneOf) {
+				v, ok := constString(m)
+				if !ok {
+					values, consts = nil, nil
+					break
+				}
+				values = append(values, v)
+				consts = append(consts, fmt.Sprintf("%q", v))
+			}
+			if len(values) > 0 {
+				return p, values, consts, nil
+			}
+		case len(ps.Const) > 0:
+			if v, ok := constString(ps); ok {
+				return p, []string{v}, []string{fmt.Sprintf("%q", v)}, nil
 			}
 		case len(ps.Enum) > 0:
 			for _, e := range ps.Enum {

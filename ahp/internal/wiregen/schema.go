@@ -129,7 +129,7 @@ func loadSchemas(dir string) (map[string]*Schema, error) {
 		}
 		for name, r := range rawFile.Defs {
 			if prev, ok := raw[name]; ok {
-				if !jsonEqual(prev, r) {
+				if !jsonEqual(withoutEmptyRefs(prev), withoutEmptyRefs(r)) {
 					return nil, fmt.Errorf("%s: definition %q differs from an earlier file's", f, name)
 				}
 				continue
@@ -153,4 +153,46 @@ func jsonEqual(a, b []byte) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xb, yb)
+}
+
+// withoutEmptyRefs drops the `{"$ref": "#/$defs/"}` members of oneOf and anyOf
+// lists: the schema generator emits one for the leading `|` of a multi-line
+// TypeScript union in some files and not in others, and it means nothing
+// (nonEmpty ignores it when building).
+func withoutEmptyRefs(raw []byte) []byte {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, sub := range t {
+				if k == "oneOf" || k == "anyOf" {
+					if list, ok := sub.([]any); ok {
+						kept := []any{}
+						for _, m := range list {
+							if mm, ok := m.(map[string]any); ok && len(mm) == 1 && mm["$ref"] == "#/$defs/" {
+								continue
+							}
+							kept = append(kept, m)
+						}
+						sub = kept
+					}
+				}
+				t[k] = walk(sub)
+			}
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+		}
+		return x
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -133,7 +134,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log.Warn().Err(err).Msg("WebSocket upgrade failed")
 		return
 	}
-	c := newConn(wsc, h.opts)
+	copts := h.opts
+	copts.Logger = log
+	c := newConn(wsc, copts)
 	log.Debug().Msg("WebSocket connection accepted")
 	// Serve the connection from a goroutine of our own and let net/http's
 	// request goroutine end: it would otherwise keep the request, the
@@ -263,11 +266,18 @@ func (c *Conn) ping() {
 }
 
 // ReadMessage returns the payload of the next data frame. Text and binary
-// frames are both accepted; AHP peers send text.
+// frames are both accepted; AHP peers send text. A peer that closes the
+// socket cleanly ends the stream with io.EOF, as transport.Conn promises;
+// see cleanClose.
 func (c *Conn) ReadMessage() ([]byte, error) {
 	for {
 		typ, msg, err := c.ws.ReadMessage()
 		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) && cleanClose(ce.Code) {
+				c.opts.Logger.Debug().Int("code", ce.Code).Str("text", ce.Text).Msg("the WebSocket peer closed the connection")
+				return nil, io.EOF
+			}
 			if errors.Is(err, websocket.ErrReadLimit) {
 				return nil, fmt.Errorf("ws: frame larger than %d bytes: %w", c.opts.MaxMessageSize, err)
 			}
@@ -277,6 +287,19 @@ func (c *Conn) ReadMessage() ([]byte, error) {
 			return msg, nil
 		}
 	}
+}
+
+// cleanClose reports whether a close code means the peer meant to leave:
+// 1000 (normal closure), 1001 (going away: a page unloaded, a server
+// shutting down) and 1005 (no status: what a browser's close() without
+// arguments sends). Any other code, and a socket dropped without a close
+// frame, stays an error.
+func cleanClose(code int) bool {
+	switch code {
+	case websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived:
+		return true
+	}
+	return false
 }
 
 // WriteMessage sends msg as one text frame, giving up after WriteTimeout.

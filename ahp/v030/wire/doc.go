@@ -40,7 +40,7 @@
 //     counts are int; other numbers are float64.
 //
 // The schemas come from TypeScript and lose some information (enum values,
-// `{ items: T[] }` shapes); ahp/internal/wiregen/overrides.json restores it.
+// `{ items: T[] }` shapes); overrides.json, beside this file, restores it.
 package wire
 
-//go:generate go run ../../internal/wiregen -schema ../shared/ahp/0.3.0/schema -out .
+//go:generate go run ../../internal/wiregen -schema ../shared/ahp/0.3.0/schema -overrides overrides.json -pkg wire -version 0.3.0 -out .

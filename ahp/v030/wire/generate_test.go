@@ -18,7 +18,8 @@ import (
 func TestGeneratedCodeUpToDate(t *testing.T) {
 	schema := testenv.SpecDir(t, "0.3.0", "schema")
 	out := t.TempDir()
-	cmd := exec.Command("go", "run", "../../internal/wiregen", "-schema", schema, "-out", out)
+	cmd := exec.Command("go", "run", "../../internal/wiregen", "-schema", schema,
+		"-overrides", "overrides.json", "-pkg", "wire", "-version", "0.3.0", "-out", out)
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "running the generator: %s", msg)
 

@@ -1,4 +1,4 @@
-package main
+package tui
 
 // Asking the person at the terminal: permission requests, result
 // confirmations and input requests, one line of input at a time.
@@ -46,8 +46,13 @@ func newApprovalAsker(a *wire.SessionToolCallReadyAction, name string) *approval
 	}
 }
 
-func (a *approvalAsker) key() string     { return a.toolCallID }
-func (a *approvalAsker) summary() string { return "may " + a.name + " run? (" + a.invocation + ")" }
+func (a *approvalAsker) key() string { return a.toolCallID }
+func (a *approvalAsker) summary() string {
+	if a.invocation == "" || a.invocation == a.name {
+		return "may " + a.name + " run?"
+	}
+	return "may " + a.name + " run? (" + a.invocation + ")"
+}
 
 func (a *approvalAsker) prompt() string {
 	if len(a.options) == 0 {
