@@ -3,11 +3,14 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,7 +259,15 @@ type harness struct {
 	ctx     context.Context
 }
 
-func newHarness(t testing.TB, opts Options) *harness {
+func newHarness(t testing.TB, opts Options) *harness { return newHarnessSendBuffer(t, opts, 0) }
+
+// newHarnessSendBuffer is newHarness whose WebSocket server gives every
+// connection it accepts a kernel send buffer (SO_SNDBUF) of sendBuffer
+// bytes, when positive. Tests about a client that stops reading use a
+// small one with a small receive buffer on the client's side, so that the
+// kernel holds little and the host's own queue overflows after a few
+// frames, not after megabytes.
+func newHarnessSendBuffer(t testing.TB, opts Options, sendBuffer int) *harness {
 	if opts.Agents == nil {
 		opts.Agents = []wire.AgentInfo{{Provider: "fake", DisplayName: "Fake", Description: "test agent", Models: []wire.SessionModelInfo{}}}
 	}
@@ -266,7 +277,11 @@ func newHarness(t testing.TB, opts Options) *harness {
 	hs := &harness{t: t, h: h, backend: fb}
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
 	hs.wsh = ws.NewHandler(h, ws.Options{Token: testToken, AllowedOrigins: []string{"https://allowed.example"}, PingInterval: -1})
-	hs.srv = httptest.NewServer(hs.wsh)
+	hs.srv = httptest.NewUnstartedServer(hs.wsh)
+	if sendBuffer > 0 {
+		hs.srv.Listener = sendBufferListener{Listener: hs.srv.Listener, size: sendBuffer}
+	}
+	hs.srv.Start()
 	t.Cleanup(func() {
 		hs.cancel()
 		h.Close()
@@ -283,12 +298,51 @@ func (hs *harness) wsURL() string {
 }
 
 func (hs *harness) dialRaw(t testing.TB) *websocket.Conn {
-	wsc, resp, err := websocket.DefaultDialer.Dial(hs.wsURL(), nil)
+	return hs.dialRawWith(t, websocket.DefaultDialer)
+}
+
+func (hs *harness) dialRawWith(t testing.TB, d *websocket.Dialer) *websocket.Conn {
+	wsc, resp, err := d.Dial(hs.wsURL(), nil)
 	require.NoError(t, err)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	return wsc
+}
+
+// smallReceiveDialer dials with a 4 KiB kernel receive buffer, set before
+// connecting so that the TCP window stays small too.
+var smallReceiveDialer = &websocket.Dialer{
+	HandshakeTimeout: testTimeout,
+	NetDialContext: (&net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}).DialContext,
+}
+
+// sendBufferListener sets the send buffer of each accepted connection.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(l.size); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("setting the send buffer of an accepted connection: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // dial connects a WebSocket client.
