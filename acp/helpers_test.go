@@ -143,7 +143,7 @@ func openSession(t *testing.T, p *Provider) (backend.Session, *recorder, string)
 	t.Helper()
 	dir := t.TempDir()
 	rec := newRecorder()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, err := p.OpenSession(ctx, backend.SessionOptions{SessionID: "0123456789abcdef", Cwd: dir}, rec)
 	require.NoError(t, err)
@@ -156,11 +156,23 @@ type promptResult struct {
 	err error
 }
 
+// waitTimeout bounds one wait of these tests: a prompt, a call, an event.
+// A passing wait takes milliseconds to a few seconds under -race.
+const waitTimeout = 60 * time.Second
+
+// waitCtx returns the context of one wait; it ends after waitTimeout or
+// with the test.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // startPrompt runs Prompt in the background.
-func startPrompt(s backend.Session, text string) <-chan promptResult {
+func startPrompt(t *testing.T, s backend.Session, text string) <-chan promptResult {
 	ch := make(chan promptResult, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		res, err := s.Prompt(ctx, backend.Prompt{TurnID: "t", Text: text})
 		ch <- promptResult{res, err}
@@ -173,7 +185,7 @@ func waitPrompt(t *testing.T, ch <-chan promptResult) promptResult {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(60 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatal("prompt did not return")
 		return promptResult{}
 	}
@@ -182,5 +194,5 @@ func waitPrompt(t *testing.T, ch <-chan promptResult) promptResult {
 // prompt runs one turn to its end.
 func prompt(t *testing.T, s backend.Session, text string) promptResult {
 	t.Helper()
-	return waitPrompt(t, startPrompt(s, text))
+	return waitPrompt(t, startPrompt(t, s, text))
 }

@@ -55,7 +55,7 @@ func TestDemoTurnApproved(t *testing.T) {
 		return ok && len(cc.Commands) == 1 && cc.Commands[0].Name == "demo" && cc.Commands[0].InputHint != ""
 	})
 
-	done := startPrompt(s, "demo please")
+	done := startPrompt(t, s, "demo please")
 	perm := rec.permission(t)
 	assert.Equal(t, "read-1", perm.ToolCall.ID)
 	assert.Equal(t, "Read README.md", perm.ToolCall.Title)
@@ -90,7 +90,7 @@ func TestDemoTurnApproved(t *testing.T) {
 func TestPermissionOptionsAndDeny(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "permission")
+	done := startPrompt(t, s, "permission")
 	perm := rec.permission(t)
 	kinds := []backend.PermissionOptionKind{}
 	for _, o := range perm.Options {
@@ -113,9 +113,9 @@ func TestPermissionOptionsAndDeny(t *testing.T) {
 func TestCancelWhilePermissionPending(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "permission")
+	done := startPrompt(t, s, "permission")
 	perm := rec.permission(t)
-	require.NoError(t, s.Cancel(context.Background()))
+	require.NoError(t, s.Cancel(waitCtx(t)))
 	r := waitPrompt(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
@@ -132,10 +132,10 @@ func TestCancelWhilePermissionPending(t *testing.T) {
 func TestCancelWaitingTurn(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	assert.NoError(t, s.Cancel(context.Background()), "cancel without a turn is a no-op")
-	done := startPrompt(s, "wait")
+	assert.NoError(t, s.Cancel(waitCtx(t)), "cancel without a turn is a no-op")
+	done := startPrompt(t, s, "wait")
 	rec.waitFor(t, "waiting", func(ev backend.Event) bool { tc, ok := ev.(backend.TextChunk); return ok && tc.Text == "waiting" })
-	require.NoError(t, s.Cancel(context.Background()))
+	require.NoError(t, s.Cancel(waitCtx(t)))
 	r := waitPrompt(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
@@ -144,14 +144,14 @@ func TestCancelWaitingTurn(t *testing.T) {
 func TestCancelGraceKillsStuckAgent(t *testing.T) {
 	p := scriptProvider(t, func(c *Config) { c.CancelGrace = 300 * time.Millisecond })
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "ignore-cancel")
+	done := startPrompt(t, s, "ignore-cancel")
 	rec.waitFor(t, "ignoring", func(ev backend.Event) bool {
 		tc, ok := ev.(backend.TextChunk)
 		return ok && tc.Text == "ignoring cancel"
 	})
 	first := p.proc
 	start := time.Now()
-	require.NoError(t, s.Cancel(context.Background()))
+	require.NoError(t, s.Cancel(waitCtx(t)))
 	r := waitPrompt(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
@@ -217,7 +217,7 @@ func TestFloodDeliveredInOrder(t *testing.T) {
 func TestPermissionBeforeToolCall(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "perm-first")
+	done := startPrompt(t, s, "perm-first")
 	perm := rec.permission(t)
 	assert.Equal(t, backend.ToolCall{ID: "early-1", Title: "Early tool", Kind: "execute", Update: true}, perm.ToolCall)
 	assert.Equal(t, -1, indexOf(rec.all(), isToolCall("early-1", false)), "no tool_call before the request")
@@ -305,7 +305,7 @@ func TestPromptErrorAndAttachments(t *testing.T) {
 	require.Error(t, r.err)
 	assert.Contains(t, r.err.Error(), "scripted failure")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	res, err := s.Prompt(ctx, backend.Prompt{Text: "echo files", Attachments: []backend.Attachment{
 		{Kind: backend.AttachResourceLink, URI: "file:///w/a.go", Name: "a.go"},
@@ -335,29 +335,28 @@ func TestTitleAndUsageUpdates(t *testing.T) {
 func TestSetConfig(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	ctx := context.Background()
-	require.NoError(t, s.SetConfig(ctx, "model", "script-smart"))
+	require.NoError(t, s.SetConfig(waitCtx(t), "model", "script-smart"))
 	rec.waitFor(t, "model changed", func(ev backend.Event) bool {
 		cc, ok := ev.(backend.ConfigChanged)
 		return ok && len(cc.Options) == 2 && cc.Options[0].Current == "script-smart"
 	})
-	require.NoError(t, s.SetConfig(ctx, "mode", "plan"))
+	require.NoError(t, s.SetConfig(waitCtx(t), "mode", "plan"))
 	rec.waitFor(t, "mode changed", func(ev backend.Event) bool {
 		cc, ok := ev.(backend.ConfigChanged)
 		return ok && len(cc.Options) == 2 && cc.Options[1].Current == "plan" && cc.Options[0].Current == "script-smart"
 	})
-	err := s.SetConfig(ctx, "model", "nope")
+	err := s.SetConfig(waitCtx(t), "model", "nope")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `invalid config "model"="nope"`)
-	err = s.SetConfig(ctx, "temperature", "1")
+	err = s.SetConfig(waitCtx(t), "temperature", "1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no setting "temperature"`)
 
 	// A model requested at creation is selected.
 	rec2 := newRecorder()
-	s2, err := p.OpenSession(ctx, backend.SessionOptions{Cwd: t.TempDir(), Model: "script-smart"}, rec2)
+	s2, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir(), Model: "script-smart"}, rec2)
 	require.NoError(t, err)
-	defer s2.Close(ctx)
+	defer s2.Close(context.Background())
 	rec2.waitFor(t, "requested model", func(ev backend.Event) bool {
 		cc, ok := ev.(backend.ConfigChanged)
 		return ok && len(cc.Options) > 0 && cc.Options[0].Current == "script-smart"
@@ -366,7 +365,7 @@ func TestSetConfig(t *testing.T) {
 
 func TestAuthRequired(t *testing.T) {
 	p := scriptProvider(t, func(c *Config) { c.Env = append(c.Env, "SCRIPTAGENT_REQUIRE_AUTH=1") })
-	_, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "agent requires authentication (methods: Script token (script-token))")
 }
@@ -374,7 +373,7 @@ func TestAuthRequired(t *testing.T) {
 func TestStartFailures(t *testing.T) {
 	p := NewProvider(Config{ID: "x", Command: []string{filepath.Join(t.TempDir(), "no-such-agent")}}, testLogger(t))
 	defer p.Close(context.Background())
-	_, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "starting agent")
 	assert.Contains(t, err.Error(), "no-such-agent")
@@ -382,12 +381,12 @@ func TestStartFailures(t *testing.T) {
 	// An agent that exits at once: the error names the exit and stderr.
 	p2 := NewProvider(Config{ID: "y", Command: []string{"/bin/sh", "-c", "echo 'bad config file' >&2; exit 2"}}, testLogger(t))
 	defer p2.Close(context.Background())
-	_, err = p2.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err = p2.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exit status 2")
 	assert.Contains(t, err.Error(), "bad config file")
 
-	_, err = p2.OpenSession(context.Background(), backend.SessionOptions{Cwd: filepath.Join(t.TempDir(), "missing")}, newRecorder())
+	_, err = p2.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: filepath.Join(t.TempDir(), "missing")}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "working directory")
 
@@ -395,14 +394,14 @@ func TestStartFailures(t *testing.T) {
 	p4 := NewProvider(Config{ID: "w", StartTimeout: 300 * time.Millisecond,
 		Command: []string{"/bin/sh", "-c", "echo 'waiting for godot' >&2; exec sleep 30"}}, testLogger(t))
 	defer p4.Close(context.Background())
-	_, err = p4.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err = p4.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "did not answer initialize within 300ms")
 	assert.Contains(t, err.Error(), "waiting for godot")
 
 	p3 := NewProvider(Config{ID: "z"}, testLogger(t))
 	defer p3.Close(context.Background())
-	_, err = p3.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err = p3.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no agent command")
 }
@@ -410,7 +409,7 @@ func TestStartFailures(t *testing.T) {
 func TestCloseLeavesNoProcesses(t *testing.T) {
 	p := scriptProvider(t, func(c *Config) { c.CloseGrace = 200 * time.Millisecond })
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "terminal-limit 100 sleep 30")
+	done := startPrompt(t, s, "terminal-limit 100 sleep 30")
 	rec.waitFor(t, "terminal", func(ev backend.Event) bool { _, ok := ev.(backend.TerminalStarted); return ok })
 	pid := p.proc.pid
 	sess := s.(*session)
@@ -422,27 +421,27 @@ func TestCloseLeavesNoProcesses(t *testing.T) {
 	}
 	sess.mu.Unlock()
 	// Session close with a turn running: the terminal is released.
-	require.NoError(t, s.Close(context.Background()))
-	require.NoError(t, p.Close(context.Background()))
+	require.NoError(t, s.Close(waitCtx(t)))
+	require.NoError(t, p.Close(waitCtx(t)))
 	// The turn ends one way or another; it must not hang.
 	waitPrompt(t, done)
 	assert.Error(t, syscall.Kill(-pid, 0), "agent process group still exists")
 	assert.Eventually(t, func() bool { return syscall.Kill(-termPid, 0) != nil }, 5*time.Second, 50*time.Millisecond, "terminal process group still exists")
-	_, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
+	_, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, newRecorder())
 	assert.ErrorContains(t, err, "closed")
 }
 
 func TestSessionCloseAnswersPendingPermission(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	done := startPrompt(s, "permission")
+	done := startPrompt(t, s, "permission")
 	rec.permission(t)
-	require.NoError(t, s.Close(context.Background()))
+	require.NoError(t, s.Close(waitCtx(t)))
 	r := waitPrompt(t, done)
 	// The agent sees "cancelled" and ends the turn.
 	require.NoError(t, r.err)
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
-	assert.Error(t, s.SetConfig(context.Background(), "model", "script-smart"), "closed session refuses work")
+	assert.Error(t, s.SetConfig(waitCtx(t), "model", "script-smart"), "closed session refuses work")
 }
 
 func TestTerminals(t *testing.T) {
@@ -579,6 +578,9 @@ func TestFileServicesConfinement(t *testing.T) {
 // TestExampleAgent runs acp-go-sdk's own example agent, built from the
 // module cache.
 func TestExampleAgent(t *testing.T) {
+	// The example agent pauses about a second between steps, as if a model
+	// were thinking: the test mostly waits, so it runs beside the others.
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "example-agent")
 	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
 	out, err := build.CombinedOutput()
@@ -587,10 +589,10 @@ func TestExampleAgent(t *testing.T) {
 	p := NewProvider(Config{ID: "example", DisplayName: "Example", Command: []string{bin}}, testLogger(t))
 	defer p.Close(context.Background())
 	rec := newRecorder()
-	s, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, rec)
+	s, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, rec)
 	require.NoError(t, err)
 	defer s.Close(context.Background())
-	done := startPrompt(s, "hello")
+	done := startPrompt(t, s, "hello")
 	perm := rec.permission(t)
 	assert.Equal(t, "call_2", perm.ToolCall.ID)
 	perm.Respond(backend.PermissionOutcome{OptionID: "allow"})
@@ -610,7 +612,7 @@ func TestUpdateBeforeSessionResponseAndClose(t *testing.T) {
 	p := scriptProvider(t, nil)
 	rec := newRecorder()
 	dir := t.TempDir()
-	s, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: "file://" + dir}, rec)
+	s, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: "file://" + dir}, rec)
 	require.NoError(t, err)
 	rec.waitFor(t, "title sent before the session/new response", func(ev backend.Event) bool {
 		tc, ok := ev.(backend.TitleChanged)
@@ -618,8 +620,8 @@ func TestUpdateBeforeSessionResponseAndClose(t *testing.T) {
 	})
 	assert.Equal(t, dir, s.(*session).cwd)
 	a := p.proc
-	require.NoError(t, s.Close(context.Background()))
-	require.NoError(t, s.Close(context.Background()), "second close is a no-op")
+	require.NoError(t, s.Close(waitCtx(t)))
+	require.NoError(t, s.Close(waitCtx(t)), "second close is a no-op")
 	assert.Eventually(t, func() bool { return strings.Contains(a.tail.String(), "closed session sess-1") },
 		5*time.Second, 20*time.Millisecond, "session/close was not sent")
 }
@@ -661,10 +663,11 @@ func (s *slowSink) Event(ev backend.Event) {
 }
 
 func TestSlowSinkDoesNotStallTheAgent(t *testing.T) {
+	t.Parallel() // two of its seconds are the sink's stall: it runs beside TestExampleAgent
 	p := scriptProvider(t, nil)
 	rec := newRecorder()
 	sink := &slowSink{recorder: rec}
-	s, err := p.OpenSession(context.Background(), backend.SessionOptions{Cwd: t.TempDir()}, sink)
+	s, err := p.OpenSession(waitCtx(t), backend.SessionOptions{Cwd: t.TempDir()}, sink)
 	require.NoError(t, err)
 	defer s.Close(context.Background())
 	const n = 3000 // well over the SDK's 1024 queued notifications
@@ -692,9 +695,9 @@ func TestCancelBeforePromptIsSent(t *testing.T) {
 	<-a.done
 	rec.waitFor(t, "disconnected", func(ev backend.Event) bool { _, ok := ev.(backend.Disconnected); return ok })
 
-	done := startPrompt(s, "echo never sent")
+	done := startPrompt(t, s, "echo never sent")
 	time.Sleep(100 * time.Millisecond)
-	require.NoError(t, s.Cancel(context.Background()))
+	require.NoError(t, s.Cancel(waitCtx(t)))
 	r := waitPrompt(t, done)
 	require.NoError(t, r.err)
 	assert.Equal(t, backend.StopCancelled, r.res.StopReason)
@@ -707,7 +710,7 @@ func TestCancelBeforePromptIsSent(t *testing.T) {
 func TestFileServicesRefuseDeviceFiles(t *testing.T) {
 	p := scriptProvider(t, nil)
 	rec := newRecorder()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, err := p.OpenSession(ctx, backend.SessionOptions{SessionID: "0123456789abcdef", Cwd: "/dev"}, rec)
 	require.NoError(t, err)

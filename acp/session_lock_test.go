@@ -17,7 +17,7 @@ import (
 func TestPromptsRunOneAtATime(t *testing.T) {
 	p := scriptProvider(t, nil)
 	s, rec, _ := openSession(t, p)
-	first := startPrompt(s, "wait")
+	first := startPrompt(t, s, "wait")
 	rec.waitFor(t, "waiting", func(ev backend.Event) bool { tc, ok := ev.(backend.TextChunk); return ok && tc.Text == "waiting" })
 
 	// A Prompt that finds another one running waits for it; giving up its
@@ -30,7 +30,7 @@ func TestPromptsRunOneAtATime(t *testing.T) {
 
 	// One that keeps waiting runs after the first, and Cancel meanwhile
 	// ends the first, which is the running turn.
-	second := startPrompt(s, "echo second")
+	second := startPrompt(t, s, "echo second")
 	require.NoError(t, s.Cancel(t.Context()))
 	r := waitPrompt(t, first)
 	require.NoError(t, r.err)

@@ -53,7 +53,11 @@ type terminal struct {
 }
 
 // append keeps at most limit bytes of output, dropping from the start at a
-// character boundary.
+// character boundary. Dropping reslices instead of copying: copying the kept
+// bytes on every chunk made a command printing past its limit cost
+// limit × chunks of copying (gigabytes for 20 MiB through a 16 MiB limit);
+// append's own reallocation now copies the kept bytes once per growth, so
+// memory stays below about twice the limit.
 func (t *terminal) append(b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -63,7 +67,7 @@ func (t *terminal) append(b []byte) {
 		for cut < len(t.buf) && !utf8.RuneStart(t.buf[cut]) {
 			cut++
 		}
-		t.buf = append([]byte(nil), t.buf[cut:]...)
+		t.buf = t.buf[cut:]
 		t.truncated = true
 	}
 }

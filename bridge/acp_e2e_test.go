@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // The tests in this file run the scripted ACP agent (internal/scriptagent,
@@ -269,8 +269,7 @@ func TestACPV2Kinds(t *testing.T) {
 // (testdata/chunk_agent.js) because the scripted agent's v2 scenario
 // replaces the appended content before the client can see it.
 func TestACPV2ContentChunksAppend(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node runs the raw ACP test agent")
+	node := testenv.Command(t, "node") // runs the raw ACP test agent
 	script, err := filepath.Abs(filepath.Join("testdata", "chunk_agent.js"))
 	require.NoError(t, err)
 	p := acp.NewProvider(acp.Config{ID: "chunks", Command: []string{node, script}}, testLogger(t))
@@ -323,9 +322,17 @@ func TestACPOverlongLine(t *testing.T) {
 	// A line longer than acp-go-sdk's own 10 MiB limit but within the
 	// provider's (64 MiB by default) is delivered whole: session/update is
 	// read from the raw stream, so it never reaches the SDK's reader.
+	// Under -race 11 MiB costs ten seconds here, crossing JSON six times on
+	// its way to the client's copy of the state; there acp's
+	// TestGarbageAndOverlongLines proves the SDK bypass with 11 MiB, and
+	// this test that a multi-megabyte update crosses host and WebSocket
+	// whole.
 	r2 := newACPRig(t, acpRigOptions{})
 	ch2 := r2.session("script", acpProjectDir(t))
-	const long = 11 << 20
+	long := 11 << 20
+	if testenv.Race {
+		long = 3 << 20
+	}
 	turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
 	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
 	text := acpTurnText(turn.ResponseParts)
@@ -354,11 +361,11 @@ func TestACPUnknownMethods(t *testing.T) {
 func TestACPTitleAndUsage(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
+	_, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
 	require.NoError(t, err, "the title sent before session/new's response is not lost")
 
 	r.turn(ch, "title A new title")
-	st, err = r.c.Session(ch)
+	st, err := r.c.Session(ch)
 	require.NoError(t, err)
 	assert.Equal(t, "A new title", st.Summary.Title)
 

@@ -69,11 +69,9 @@ func newACPRig(t *testing.T, o acpRigOptions) *acpRig {
 	return &acpRig{t: t, env: env, c: env.Client(t)}
 }
 
-func (r *acpRig) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), acpTimeout)
-	r.t.Cleanup(cancel)
-	return ctx
-}
+// ctx returns the context of one wait: it ends after acpTimeout or with
+// the test.
+func (r *acpRig) ctx() context.Context { return bridgetest.Context(r.t, acpTimeout) }
 
 // session creates a ready session of provider in cwd ("" = the test
 // process's directory).
@@ -228,7 +226,7 @@ func (p *acpOutcomeRecorder) OpenSession(ctx context.Context, opts backend.Sessi
 // wait returns the outcomes recorded for toolCallID once there are at least n.
 func (p *acpOutcomeRecorder) wait(t *testing.T, toolCallID string, n int) []backend.PermissionOutcome {
 	t.Helper()
-	deadline := time.After(acpTimeout)
+	ctx := bridgetest.Context(t, acpTimeout)
 	for {
 		p.mu.Lock()
 		got := append([]backend.PermissionOutcome(nil), p.outcomes[toolCallID]...)
@@ -239,7 +237,7 @@ func (p *acpOutcomeRecorder) wait(t *testing.T, toolCallID string, n int) []back
 		}
 		select {
 		case <-changed:
-		case <-deadline:
+		case <-ctx.Done():
 			require.Failf(t, "no permission outcome", "tool call %s: %d outcomes, want %d", toolCallID, len(got), n)
 		}
 	}

@@ -81,24 +81,18 @@ func startAgentchanWith(t *testing.T, script fake.Script, setup acSetup) *acEnv 
 		ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
 		return &acEnv{fake: srv, c: c, channel: ch}
 	}
-	ctx := acCtx(t)
 	ch := client.NewSessionURI()
-	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws"), Model: model}))
-	_, err := c.Subscribe(ctx, ch)
+	require.NoError(t, c.CreateSession(acCtx(t), wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws"), Model: model}))
+	_, err := c.Subscribe(acCtx(t), ch)
 	require.NoError(t, err)
-	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	st, err := c.WaitFor(acCtx(t), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 	require.NoError(t, err)
 	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle, "session creation failed: %+v", st.CreationError)
 	return &acEnv{fake: srv, c: c, channel: ch}
 }
 
-// acCtx is a context that ends after acWait or with the test.
-func acCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), acWait)
-	t.Cleanup(cancel)
-	return ctx
-}
+// acCtx is the context of one wait: it ends after acWait or with the test.
+func acCtx(t *testing.T) context.Context { return bridgetest.Context(t, acWait) }
 
 // waitReceived waits until the fake has received n agent frames of type typ
 // and returns them.
@@ -800,15 +794,14 @@ func TestAgentchanModelChangedWhileCreating(t *testing.T) {
 	}
 	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
 	c := env.Client(t)
-	ctx := acCtx(t)
 	ch := client.NewSessionURI()
-	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws")}))
-	_, err := c.Subscribe(ctx, ch)
+	require.NoError(t, c.CreateSession(acCtx(t), wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws")}))
+	_, err := c.Subscribe(acCtx(t), ch)
 	require.NoError(t, err)
-	_, err = c.Confirm(ctx, ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}}))
+	_, err = c.Confirm(acCtx(t), ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}}))
 	require.NoError(t, err)
 	close(gate)
-	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	st, err := c.WaitFor(acCtx(t), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 	require.NoError(t, err)
 	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle)
 

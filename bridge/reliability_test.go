@@ -26,18 +26,20 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // The tests in this file prove the fault-handling items of issue #7 through
 // the real host, bridge and WebSocket transport (docs/reliability.md).
 
+// relTimeout bounds one wait (one turn, one confirmation, one agent
+// start), never a whole test: a test made of many steps must not run out of
+// a budget shared by all of them on a loaded machine. A passing wait takes
+// milliseconds to a few seconds under -race.
 const relTimeout = 60 * time.Second
 
-func relCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), relTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
+// relCtx returns the context of one wait; see relTimeout.
+func relCtx(t *testing.T) context.Context { return bridgetest.Context(t, relTimeout) }
 
 // ---- an in-process provider that asks one permission per turn ----
 
@@ -147,83 +149,104 @@ func relDeny(turnID, toolCallID string) wire.StateAction {
 }
 
 // TestConfirmationRaceExactlyOneWins has two clients confirm the same tool
-// call at the same moment, 1 000 times, through the real host and bridge
+// call at the same moment, many times, through the real host and bridge
 // over WebSocket: every time exactly one confirmation is accepted, the
 // other is echoed with a rejectionReason, and the agent receives exactly
 // one outcome — the winner's.
 func TestConfirmationRaceExactlyOneWins(t *testing.T) {
-	const iterations = 1000
-	const turnsPerSession = 50 // keeps the client-side state copies small
+	// 1 000 rounds without -race. Under -race each round costs about four
+	// times as much, and the detector itself watches every round for
+	// unsynchronised access, so 300 rounds (150 in each order of approve
+	// and deny) still race the two confirmations often enough to catch a
+	// host that accepts both or neither.
+	iterations := 1000
+	if testenv.Race {
+		iterations = 300
+	}
+	// A few turns per session: each wait copies the client's whole session
+	// state, so long sessions make every round slower than the one before
+	// (50 turns per session made this test take a minute under -race),
+	// while later turns of a session still race against finished ones.
+	const turnsPerSession = 5
 	prov := newPermProvider()
 	env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{})
 	a, b := env.Client(t), env.Client(t)
-	ctx := relCtx(t)
 
 	wins := map[string]int{}
 	var ch string
 	for i := range iterations {
 		if i%turnsPerSession == 0 {
 			if ch != "" {
-				require.NoError(t, a.DisposeSession(ctx, ch))
+				require.NoError(t, a.DisposeSession(relCtx(t), ch))
 			}
 			ch = bridgetest.CreateSession(t, a, "perm", "")
-			_, err := b.Subscribe(ctx, ch)
+			_, err := b.Subscribe(relCtx(t), ch)
 			require.NoError(t, err)
 		}
-		turnID := bridgetest.StartTurn(t, a, ch, fmt.Sprintf("turn %d", i))
-		toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
-		require.Equal(t, toolID, bridgetest.WaitPendingTool(t, b, ch, relTimeout))
-
-		// Alternate who approves so that both orders are exercised.
-		actions := [2]wire.StateAction{relApprove(turnID, toolID), relDeny(turnID, toolID)}
-		if i%2 == 1 {
-			actions[0], actions[1] = actions[1], actions[0]
-		}
-		var (
-			start sync.WaitGroup
-			done  sync.WaitGroup
-			errs  [2]error
-			envs  [2]*wire.ActionEnvelope
-		)
-		start.Add(1)
-		for k, c := range []*client.Client{a, b} {
-			done.Add(1)
-			go func() {
-				defer done.Done()
-				start.Wait()
-				envs[k], errs[k] = c.Confirm(ctx, ch, actions[k])
-			}()
-		}
-		start.Done()
-		done.Wait()
-
-		winner := -1
-		for k := range 2 {
-			if errs[k] == nil {
-				require.Equal(t, -1, winner, "iteration %d: both confirmations were accepted", i)
-				winner = k
-				continue
-			}
-			var rej *client.RejectedError
-			require.ErrorAs(t, errs[k], &rej, "iteration %d", i)
-			require.NotNil(t, envs[k].RejectionReason, "iteration %d: the loser's echo has a rejectionReason", i)
-		}
-		require.NotEqual(t, -1, winner, "iteration %d: neither confirmation was accepted: %v / %v", i, errs[0], errs[1])
-
-		turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, relTimeout)
-		bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
-		want := "reject"
-		if _, approved := actions[winner].Value.(*wire.SessionToolCallApprovedAction); approved {
-			want = "allow"
-		}
-		wins[want]++
-		got := prov.outcomesOf(turnID)
-		require.Len(t, got, 1, "iteration %d: the agent receives exactly one outcome", i)
-		require.Equal(t, want, got[0].OptionID, "iteration %d: the agent receives the winner's outcome", i)
-		require.Equal(t, "outcome:"+want, relText(turn.ResponseParts))
+		wins[raceRound(t, prov, a, b, ch, i)]++
 	}
 	assert.Equal(t, int64(iterations), prov.total.Load(), "no late second outcome reached the agent")
 	t.Logf("winners: %v", wins)
+}
+
+// raceRound is round i of TestConfirmationRaceExactlyOneWins in session
+// ch. Every wait in it has its own deadline (relTimeout). It returns the
+// option the agent received.
+func raceRound(t *testing.T, prov *permProvider, a, b *client.Client, ch string, i int) string {
+	t.Helper()
+	turnID := bridgetest.StartTurn(t, a, ch, fmt.Sprintf("turn %d", i))
+	toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
+	require.Equal(t, toolID, bridgetest.WaitPendingTool(t, b, ch, relTimeout))
+
+	// Alternate who approves so that both orders are exercised.
+	actions := [2]wire.StateAction{relApprove(turnID, toolID), relDeny(turnID, toolID)}
+	if i%2 == 1 {
+		actions[0], actions[1] = actions[1], actions[0]
+	}
+	var (
+		start sync.WaitGroup
+		done  sync.WaitGroup
+		errs  [2]error
+		envs  [2]*wire.ActionEnvelope
+	)
+	start.Add(1)
+	for k, c := range []*client.Client{a, b} {
+		ctx, cancel := context.WithTimeout(t.Context(), relTimeout)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			defer cancel()
+			start.Wait()
+			envs[k], errs[k] = c.Confirm(ctx, ch, actions[k])
+		}()
+	}
+	start.Done()
+	done.Wait()
+
+	winner := -1
+	for k := range 2 {
+		if errs[k] == nil {
+			require.Equal(t, -1, winner, "iteration %d: both confirmations were accepted", i)
+			winner = k
+			continue
+		}
+		var rej *client.RejectedError
+		require.ErrorAs(t, errs[k], &rej, "iteration %d", i)
+		require.NotNil(t, envs[k].RejectionReason, "iteration %d: the loser's echo has a rejectionReason", i)
+	}
+	require.NotEqual(t, -1, winner, "iteration %d: neither confirmation was accepted: %v / %v", i, errs[0], errs[1])
+
+	turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, relTimeout)
+	bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
+	want := "reject"
+	if _, approved := actions[winner].Value.(*wire.SessionToolCallApprovedAction); approved {
+		want = "allow"
+	}
+	got := prov.outcomesOf(turnID)
+	require.Len(t, got, 1, "iteration %d: the agent receives exactly one outcome", i)
+	require.Equal(t, want, got[0].OptionID, "iteration %d: the agent receives the winner's outcome", i)
+	require.Equal(t, "outcome:"+want, relText(turn.ResponseParts))
+	return want
 }
 
 // ---- the scripted ACP agent as a real subprocess ----
@@ -308,17 +331,16 @@ func TestAgentIgnoringCancelIsKilled(t *testing.T) {
 	env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{})
 	c := env.Client(t)
 	ch := bridgetest.CreateSession(t, c, "script", t.TempDir())
-	ctx := relCtx(t)
 
 	turnID := bridgetest.StartTurn(t, c, ch, "ignore-cancel")
-	_, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool {
+	_, err := c.WaitFor(relCtx(t), ch, func(s *wire.SessionState) bool {
 		return s.ActiveTurn != nil && strings.Contains(relText(s.ActiveTurn.ResponseParts), "ignoring cancel")
 	})
 	require.NoError(t, err)
 	pid := readPID(t, pidFile)
 
 	start := time.Now()
-	_, err = c.Confirm(ctx, ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
+	_, err = c.Confirm(relCtx(t), ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
@@ -472,10 +494,16 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 		// Reducers stamp modifiedAt from their own clock; one pinned clock
 		// for host and slow client makes their states comparable byte for byte.
 		Host: host.Options{OutboundQueue: 32, Clock: func() int64 { return relEpoch.UnixMilli() }},
+		// Small kernel buffers on both ends (the client's receive buffer
+		// is set below): the kernel then holds only a frame or two of what
+		// the host sends to the stopped client, and the host's queue of 32
+		// fills after about 35 frames. With default buffers loopback holds
+		// megabytes, and filling them cost this test half a minute of JSON
+		// under -race.
+		SendBuffer: 4096,
 	})
 	fast := env.Client(t)
 	ch := bridgetest.CreateSession(t, fast, "script", t.TempDir())
-	ctx := relCtx(t)
 
 	g := newGate()
 	dialer := &websocket.Dialer{
@@ -500,42 +528,45 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 			return &gatedConn{Conn: nc, gate: g}, nil
 		},
 	}
-	slow, err := client.Dial(ctx, env.URL, client.Options{Dialer: dialer, Now: relNow})
+	slow, err := client.Dial(relCtx(t), env.URL, client.Options{Dialer: dialer, Now: relNow})
 	require.NoError(t, err)
 	defer slow.Close()
-	_, err = slow.Initialize(ctx, wire.RootChannel)
+	_, err = slow.Initialize(relCtx(t), wire.RootChannel)
 	require.NoError(t, err)
-	_, err = slow.Subscribe(ctx, ch)
+	_, err = slow.Subscribe(relCtx(t), ch)
 	require.NoError(t, err)
 
 	g.close()
 	defer g.release() // whatever happens, let the client's reader end
-	// 10 MiB in 160 frames: more than the kernel buffers on loopback (about
-	// 50 such frames) and the queue hold for the stopped client, while the
-	// reading client keeps up. The chunks are paced (20/s): the host
-	// sequences 64 KiB chunks faster than this in-process client decodes
-	// them under -race on a loaded machine, and an unpaced flood would then
-	// drop the reading client too (docs/performance.md).
-	id := bridgetest.StartTurn(t, fast, ch, "bench 160 65536 20")
+	// 64 frames of 16 KiB: about twice what the small kernel buffers and
+	// the queue hold for the stopped client, while the reading client keeps
+	// up. The chunks are paced (40/s): the host sequences chunks faster than
+	// this in-process client decodes them under -race on a loaded machine,
+	// and an unpaced flood would then drop the reading client too
+	// (docs/performance.md).
+	const frames, frameBytes = 64, 16 << 10
+	id := bridgetest.StartTurn(t, fast, ch, fmt.Sprintf("bench %d %d 40", frames, frameBytes))
 	turn := bridgetest.WaitTurnEnd(t, fast, ch, id, relTimeout)
 	require.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, 160*65536, len(relText(turn.ResponseParts)), "the fast client got everything")
-	assert.Equal(t, int64(1), env.Host.Stats().SlowConnectionsClosed, "only the stopped client was closed")
+	assert.Equal(t, frames*frameBytes, len(relText(turn.ResponseParts)), "the fast client got everything")
 	require.Eventually(t, func() bool { return env.Host.Stats().SlowConnectionsClosed >= 1 }, relTimeout, 20*time.Millisecond,
 		"the host closes the connection that stopped reading")
-	require.NoError(t, fast.Ping(ctx), "the other client is unaffected")
+	assert.Equal(t, int64(1), env.Host.Stats().SlowConnectionsClosed, "only the stopped client was closed")
+	require.NoError(t, fast.Ping(relCtx(t)), "the other client is unaffected")
 
 	// The slow client wakes up, finds its connection gone, and reconnects.
 	g.release()
 	select {
 	case <-slow.Done():
-	case <-ctx.Done():
+	case <-relCtx(t).Done():
 		t.Fatal("the slow client never noticed that its connection was closed")
 	}
+	// drain collects the serverSeqs c received until until holds or c has
+	// nothing more: a closed client's Next fails once its queue is empty.
 	var seqs []int64
 	drain := func(c *client.Client, until func() bool) {
 		for !until() {
-			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			dctx, cancel := context.WithTimeout(t.Context(), relTimeout)
 			ev, err := c.Next(dctx)
 			cancel()
 			if err != nil {
@@ -548,7 +579,7 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	}
 	drain(slow, func() bool { return false })
 	lastBefore := slow.LastServerSeq()
-	again, res, err := client.Reconnect(ctx, env.URL, slow, client.Options{Now: relNow})
+	again, res, err := client.Reconnect(relCtx(t), env.URL, slow, client.Options{Now: relNow})
 	require.NoError(t, err)
 	defer again.Close()
 	replay, ok := res.Value.(*wire.ReconnectReplayResult)
@@ -624,12 +655,11 @@ func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	sink := &textSink{}
-	ctx := relCtx(t)
-	s, err := prov.OpenSession(ctx, backend.SessionOptions{SessionID: "term", Cwd: cwd}, sink)
+	s, err := prov.OpenSession(relCtx(t), backend.SessionOptions{SessionID: "term", Cwd: cwd}, sink)
 	require.NoError(t, err)
-	defer s.Close(ctx)
+	defer s.Close(relCtx(t))
 
-	_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t1", Text: "terminal pwd"})
+	_, err = s.Prompt(relCtx(t), backend.Prompt{TurnID: "t1", Text: "terminal pwd"})
 	require.NoError(t, err)
 	text, _ := sink.take()
 	assert.Equal(t, "exit=0 truncated=false output="+cwd+"\n", text)
@@ -648,7 +678,7 @@ func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 		// clients see the first 4 MiB and a note.
 		{"terminal-limit 1000000000 head -c 20971520 /dev/zero | tr '\\0' x", 16 << 20, 4 << 20, true},
 	} {
-		_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t2", Text: tc.prompt})
+		_, err = s.Prompt(relCtx(t), backend.Prompt{TurnID: "t2", Text: tc.prompt})
 		require.NoError(t, err)
 		got, mirrored := sink.take()
 		require.True(t, strings.HasPrefix(got, "exit=0 truncated=true output="), "%.80s", got)

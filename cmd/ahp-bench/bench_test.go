@@ -20,7 +20,7 @@ import (
 // timings: the figures of a shared CI machine mean nothing.
 func TestSmoke(t *testing.T) {
 	bin := bridgetest.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // each scenario has its own minute (cfg.Timeout)
 	defer cancel()
 	cfg := Config{Bin: bin, Chunks: 1000, FanoutN: 100, SessionsN: 50, Sessions: 20, FanoutSize: 20,
 		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute}

@@ -5,6 +5,8 @@ package bridgetest
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -41,6 +43,41 @@ type Env struct {
 type Options struct {
 	Approve string // --approve policy by name (mapping.ParsePolicy); "ask" when empty
 	Host    host.Options
+	// SendBuffer, when positive, is the kernel send buffer (SO_SNDBUF) of
+	// every connection the host accepts. Tests about a client that stops
+	// reading set it small, so that the kernel holds little of what the
+	// host sends and the host's own queue fills after a few frames instead
+	// of megabytes.
+	SendBuffer int
+}
+
+// Context returns a context for one wait of a test: it ends after d, or
+// when the test ends. Every wait gets its own, so a long test cannot run
+// out of one budget shared by all its steps.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// sendBufferListener sets the send buffer of each accepted connection.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(l.size); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("setting the send buffer of an accepted connection: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // Start runs a bridge over providers until the test ends.
@@ -70,7 +107,11 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 	h.SetBackend(b)
 	require.NoError(t, b.Start(context.Background()))
 	handler := ws.NewHandler(h, ws.Options{Token: Token, Logger: log})
-	srv := httptest.NewServer(handler)
+	srv := httptest.NewUnstartedServer(handler)
+	if opts.SendBuffer > 0 {
+		srv.Listener = sendBufferListener{Listener: srv.Listener, size: opts.SendBuffer}
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -89,7 +130,7 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 // Client dials and initializes an AHP client subscribed to the root channel.
 func (e *Env) Client(t testing.TB) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	c, err := client.Dial(ctx, e.URL, client.Options{})
 	require.NoError(t, err)
@@ -103,7 +144,7 @@ func (e *Env) Client(t testing.TB) *client.Client {
 // waits until it is ready. It returns the session channel.
 func CreateSession(t testing.TB, c *client.Client, provider, cwd string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	ch := client.NewSessionURI()
 	params := wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(provider)}
@@ -124,7 +165,7 @@ func CreateSession(t testing.TB, c *client.Client, provider, cwd string) string 
 // StartTurn dispatches session/turnStarted with text and returns the turn id.
 func StartTurn(t testing.TB, c *client.Client, channel, text string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	turnID := client.NewUUID()
 	_, err := c.DispatchAction(ctx, channel, wire.Action(&wire.SessionTurnStartedAction{
@@ -139,7 +180,7 @@ func StartTurn(t testing.TB, c *client.Client, channel, text string) string {
 // the completed turns.
 func WaitTurnEnd(t testing.TB, c *client.Client, channel, turnID string, timeout time.Duration) wire.Turn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	st, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
 		for _, tr := range s.Turns {
@@ -162,7 +203,7 @@ func WaitTurnEnd(t testing.TB, c *client.Client, channel, turnID string, timeout
 // confirmation and returns its id.
 func WaitPendingTool(t testing.TB, c *client.Client, channel string, timeout time.Duration) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	var id string
 	_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
