@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
@@ -214,3 +215,11 @@ func (h *fakeHost) logOf(channel string) []string {
 	}
 	return out
 }
+
+// The bridge is the real host's handler and config resolver, and the real
+// host is what the bridge needs.
+var (
+	_ host.Handler        = (*Bridge)(nil)
+	_ host.ConfigResolver = (*Bridge)(nil)
+	_ Host                = (*host.Host)(nil)
+)
