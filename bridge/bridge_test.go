@@ -223,3 +223,96 @@ var (
 	_ host.ConfigResolver = (*Bridge)(nil)
 	_ Host                = (*host.Host)(nil)
 )
+
+// pendingTool waits until a tool call of chat's active turn waits for a
+// confirmation and returns the turn and tool call ids.
+func (r *rig) pendingTool(chat string) (turnID, toolCallID string) {
+	r.t.Helper()
+	r.host.waitFor("a pending confirmation in "+chat, func() bool {
+		at := r.host.chats[chat].ActiveTurn
+		if at == nil {
+			return false
+		}
+		for _, p := range at.ResponseParts {
+			if tp, ok := p.Value.(*wire.ToolCallResponsePart); ok && tp.ToolCall.Status() == string(wire.ToolCallStatusPendingConfirmation) {
+				turnID, toolCallID = at.ID, tp.ToolCall.ToolCallID()
+				return true
+			}
+		}
+		return false
+	})
+	return turnID, toolCallID
+}
+
+// TestPermissionOfAnotherChat: a permission request of a further chat's
+// agent is asked on that chat, and the client's confirmation there answers
+// it; the default chat is not involved.
+func TestPermissionOfAnotherChat(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
+	r.createChat(sess1, chat2, wire.CreateChatParams{})
+	r.host.startTurn(r.b, chat2, "t1", "ask", "")
+	turnID, toolID := r.pendingTool(chat2)
+	require.Equal(t, "t1", turnID)
+	r.host.client(r.b, chat2, wire.Action(&wire.ChatToolCallApprovedAction{
+		TurnID: turnID, ToolCallID: toolID, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow"),
+	}))
+	turn := r.host.turn(chat2, "t1")
+	assert.Contains(t, text(turn), " outcome=allow")
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	assert.Empty(t, r.host.chats[chat1].Turns)
+}
+
+// TestApprovePolicyAnswersWithoutAsking: with --approve all, the tool call
+// runs as confirmed by the setting and the agent gets allow_once.
+func TestApprovePolicyAnswersWithoutAsking(t *testing.T) {
+	r := newRig(t, mapping.PolicyAll)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
+	r.host.startTurn(r.b, chat1, "t1", "ask", "")
+	turn := r.host.turn(chat1, "t1")
+	assert.Contains(t, text(turn), " outcome=allow")
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	assert.NotContains(t, r.host.logOf(chat1), "chat/toolCallConfirmed", "approved by the setting when it ran, not by a confirmation")
+}
+
+// TestCancelTurn: a client's chat/turnCancelled cancels the backend's turn,
+// answers its open permission as cancelled and clears the plan's activity.
+func TestCancelTurn(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
+	r.host.startTurn(r.b, chat1, "t1", "ask", "")
+	r.pendingTool(chat1)
+	r.host.waitFor("the plan's activity", func() bool { return r.host.chats[chat1].Activity != nil })
+	r.host.client(r.b, chat1, wire.Action(&wire.ChatTurnCancelledAction{TurnID: "t1", Duration: 5}))
+	turn := r.host.turn(chat1, "t1")
+	assert.Equal(t, wire.TurnStateCancelled, turn.State)
+	r.host.waitFor("the activity to clear", func() bool { return r.host.chats[chat1].Activity == nil })
+	be := r.prov.session(chat1)
+	assert.Contains(t, be.callLog(), "cancel")
+
+	// The agent's late report of the cancelled permission changes nothing;
+	// the next turn runs normally.
+	r.host.startTurn(r.b, chat1, "t2", "two", "")
+	assert.Equal(t, wire.TurnStateComplete, r.host.turn(chat1, "t2").State)
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	assert.Len(t, r.host.chats[chat1].Turns, 2)
+}
+
+// TestWaitTurnCancelledByShutdown: closing the bridge ends a running turn
+// as cancelled.
+func TestWaitTurnCancelledByShutdown(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
+	r.host.startTurn(r.b, chat1, "t1", "wait", "")
+	r.host.waitFor("the turn to stream", func() bool {
+		at := r.host.chats[chat1].ActiveTurn
+		return at != nil && len(at.ResponseParts) > 0
+	})
+	r.b.Close(t.Context())
+	turn := r.host.turn(chat1, "t1")
+	assert.Equal(t, wire.TurnStateCancelled, turn.State)
+	assert.True(t, r.prov.session(chat1).isClosed())
+}

@@ -274,18 +274,21 @@ func (p *fakeProvider) opened() int {
 	return len(p.sessions)
 }
 
-// fakeSession answers every prompt with one text chunk naming the model it
-// runs on, the working directory and the prompt, and a plan. Its "model"
-// setting takes m1, m2 or m3.
+// fakeSession answers every prompt with a plan and one text chunk naming
+// the model it runs on, the working directory and the prompt. The prompt
+// "ask" then asks permission for a tool call and reports the answer
+// ("outcome=<option id>" or "outcome=cancelled"); "wait" waits until the
+// turn is cancelled. Its "model" setting takes m1, m2 or m3.
 type fakeSession struct {
 	opts backend.SessionOptions
 	sink backend.Sink
 
-	mu      sync.Mutex
-	model   string
-	calls   []string // SetConfig and Prompt calls, in order
-	closed  bool
-	release chan struct{} // when set, Prompt waits for it (or cancellation)
+	mu        sync.Mutex
+	model     string
+	calls     []string // SetConfig, Prompt and Cancel calls, in order
+	closed    bool
+	release   chan struct{} // when set, Prompt waits for it (or cancellation)
+	cancelled chan struct{} // closed by Cancel; replaced by each Prompt
 }
 
 func (s *fakeSession) config() backend.ConfigChanged {
@@ -298,12 +301,48 @@ func (s *fakeSession) config() backend.ConfigChanged {
 }
 
 func (s *fakeSession) Prompt(ctx context.Context, p backend.Prompt) (backend.TurnResult, error) {
+	cancelled := make(chan struct{})
 	s.mu.Lock()
 	s.calls = append(s.calls, "prompt "+p.Text)
 	model, release := s.model, s.release
+	s.cancelled = cancelled
 	s.mu.Unlock()
 	s.sink.Event(backend.Plan{Entries: []backend.PlanEntry{{Content: "answer", Status: "in_progress"}}})
 	s.sink.Event(backend.TextChunk{Text: fmt.Sprintf("model=%s cwd=%s: %s", model, s.opts.Cwd, p.Text)})
+	switch p.Text {
+	case "ask":
+		s.sink.Event(backend.ToolCall{ID: "tc1", Title: "Run ls", Kind: "execute", Status: backend.ToolPending})
+		answer := make(chan backend.PermissionOutcome, 1)
+		s.sink.Event(backend.PermissionRequest{
+			ToolCall: backend.ToolCall{ID: "tc1", Update: true},
+			Options: []backend.PermissionOption{
+				{ID: "allow", Name: "Allow", Kind: backend.AllowOnce}, {ID: "reject", Name: "Reject", Kind: backend.RejectOnce},
+			},
+			Respond: func(o backend.PermissionOutcome) { answer <- o },
+		})
+		var o backend.PermissionOutcome
+		select {
+		case o = <-answer:
+		case <-ctx.Done():
+			return backend.TurnResult{}, ctx.Err()
+		}
+		status, outcome := backend.ToolCompleted, o.OptionID
+		if o.Cancelled || o.OptionID != "allow" {
+			status = backend.ToolFailed
+		}
+		if o.Cancelled {
+			outcome = "cancelled"
+		}
+		s.sink.Event(backend.ToolCall{ID: "tc1", Update: true, Status: status})
+		s.sink.Event(backend.TextChunk{Text: " outcome=" + outcome})
+	case "wait":
+		select {
+		case <-cancelled:
+			return backend.TurnResult{StopReason: backend.StopCancelled}, nil
+		case <-ctx.Done():
+			return backend.TurnResult{}, ctx.Err()
+		}
+	}
 	if release != nil {
 		select {
 		case <-release:
@@ -314,7 +353,19 @@ func (s *fakeSession) Prompt(ctx context.Context, p backend.Prompt) (backend.Tur
 	return backend.TurnResult{StopReason: backend.StopEndTurn}, nil
 }
 
-func (s *fakeSession) Cancel(ctx context.Context) error { return nil }
+func (s *fakeSession) Cancel(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, "cancel")
+	if s.cancelled != nil {
+		select {
+		case <-s.cancelled:
+		default:
+			close(s.cancelled)
+		}
+	}
+	return nil
+}
 
 func (s *fakeSession) SetConfig(ctx context.Context, key, value string) error {
 	s.mu.Lock()
@@ -402,13 +453,13 @@ func (r *rig) createChat(session, chat string, params wire.CreateChatParams) {
 	r.b.CreateChat(r.t.Context(), session, chat, params)
 }
 
-// text is a turn's answer: its first markdown part (the plan's checklist
-// follows it).
+// text is a turn's answer: its markdown parts but the plan's checklist.
 func text(t wire.Turn) string {
+	var b strings.Builder
 	for _, p := range t.ResponseParts {
-		if m, ok := p.Value.(*wire.MarkdownResponsePart); ok {
-			return m.Content
+		if m, ok := p.Value.(*wire.MarkdownResponsePart); ok && !strings.HasPrefix(m.Content, "**Plan**") {
+			b.WriteString(m.Content)
 		}
 	}
-	return ""
+	return b.String()
 }
