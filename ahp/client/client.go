@@ -1,19 +1,29 @@
-// Package client is a small AHP 0.3.0 client over WebSocket.
+// Package client is a small AHP 0.7.0 client over WebSocket.
 //
-// It is used by the `ahp-bridge client` command and as the end-to-end test
-// driver for the bridge, so it favours a simple, blocking API:
+// It is used by the `ahp-bridge client` terminal UI, the demo, the soak
+// tool and the bridge's end-to-end tests, so it favours a simple, blocking
+// API:
 //
 //	c, err := client.Dial(ctx, "ws://127.0.0.1:8081/?tkn=TOKEN", client.Options{})
 //	defer c.Close()
 //	_, err = c.Initialize(ctx) // subscribes to ahp-root://
 //	uri := client.NewSessionURI()
 //	err = c.CreateSession(ctx, wire.CreateSessionParams{Channel: uri, Provider: wire.Ptr("echo")})
-//	_, err = c.Subscribe(ctx, uri)
+//	_, err = c.Subscribe(ctx, uri) // the session and its default chat
 //	st, err := c.WaitFor(ctx, uri, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
-//	_, err = c.Confirm(ctx, uri, wire.Action(&wire.SessionTurnStartedAction{TurnID: "t1", Message: msg}))
+//	_, err = c.StartTurn(ctx, uri, "t1", client.UserMessage("hello")) // on the default chat
+//	turn, err := c.WaitForTurn(ctx, uri, "t1")
 //	ev, err := c.Next(ctx) // every envelope and notification, in arrival order
 //
 // (error handling elided).
+//
+// AHP 0.7.0 splits a session in two kinds of channel: the session channel
+// (ahp-session:/…) holds what concerns the whole session — lifecycle,
+// title, the catalogue of its chats, what it waits for (inputNeeded) — and
+// each chat channel (ahp-chat:/…) holds a conversation: turns, tool calls,
+// input requests, pending messages. Subscribing to a session also
+// subscribes to its default chat, and wherever a method takes a chat, a
+// session URI stands for that session's default chat.
 //
 // A Client owns exactly one goroutine, the reader, which is started by Dial
 // and stopped by Close (or by the connection failing). The reader matches
@@ -21,13 +31,16 @@
 // "method not found", keeps the client-side state of every subscribed
 // channel up to date, and queues every incoming notification for Next.
 //
-// Session and WaitFor give the confirmed state: the client applies the
-// server's action envelopes (its own echoed actions included) with package
-// reducer, in serverSeq order. Optimistic adds write-ahead reconciliation on
-// top: the client's own dispatched actions that the server has not echoed
-// yet, replayed on a copy of the confirmed state. A Client ends with its
-// connection; Reconnect resumes its state on a new connection with the
-// `reconnect` command (replay or fresh snapshots).
+// Session, Chat and the WaitFor family give the confirmed state: the
+// client applies the server's action envelopes (its own echoed actions
+// included) with package reducer, in serverSeq order. Optimistic and
+// OptimisticChat add write-ahead reconciliation on top: the client's own
+// dispatched actions that the server has not echoed yet, replayed on a
+// copy of the confirmed state; an echo confirms the head of that list and
+// a rejection drops it. A Client ends with its connection; Reconnect
+// resumes its state on a new connection with the `reconnect` command
+// (replay or fresh snapshots), falling back to a fresh `initialize` when
+// the host no longer knows the client.
 package client
 
 import (
@@ -43,6 +56,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // ErrClosed is returned by calls made after Close, and by Next once the
@@ -70,8 +85,12 @@ type Options struct {
 	// exceeded the connection is closed with ErrEventQueueFull rather than
 	// dropping events silently. Zero means no limit.
 	MaxQueuedEvents int
-	// Now is the clock handed to the reducers; nil means time.Now.
+	// Now is the clock handed to the reducers and used for the startedAt
+	// of turns this client starts; nil means time.Now.
 	Now func() time.Time
+	// ClientInfo names this client in initialize; nil means
+	// {"name": "ahp-bridge client"}.
+	ClientInfo *wire.Implementation
 }
 
 // RPCError is a JSON-RPC error object returned by the server.
@@ -136,8 +155,12 @@ type Client struct {
 	channels  map[string]*channelState
 	echoes    map[int64]chan Event // clientSeq → waiter for its echo
 	pending   map[string][]pendingAction
-	lastSeq   int64 // highest serverSeq seen on any channel
+	owners    map[string]string // chat URI → its session, as far as known
+	lastSeq   int64             // highest serverSeq seen on any channel
 	readerEnd chan struct{}
+	// refused is the host's answer to `reconnect` when Reconnect fell back
+	// to initialize; written before the Client is handed out.
+	refused error
 }
 
 // Dial opens a WebSocket connection to an AHP server and starts the
@@ -174,6 +197,7 @@ func Dial(ctx context.Context, url string, opts Options) (*Client, error) {
 		channels:  make(map[string]*channelState),
 		echoes:    make(map[int64]chan Event),
 		pending:   make(map[string][]pendingAction),
+		owners:    make(map[string]string),
 		readerEnd: make(chan struct{}),
 	}
 	go c.readLoop()

@@ -1,13 +1,11 @@
 package client
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the client's message handling,
@@ -18,8 +16,7 @@ func FuzzHandleFrame(f *testing.F) {
 	// The seed corpus is testdata/fuzz/FuzzHandleFrame.
 	h := fakehost.New(fakehost.Options{})
 	defer h.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := f.Context()
 	c, err := Dial(ctx, h.URL(), Options{MaxQueuedEvents: 1 << 20})
 	if err != nil {
 		f.Fatal(err)
@@ -39,6 +36,9 @@ func FuzzHandleFrame(f *testing.F) {
 		_ = c.handleFrame(frame)
 		if _, err := c.Session(uri); err != nil && !strings.Contains(err.Error(), "no state") {
 			t.Fatalf("the session state no longer round-trips after %q: %v", frame, err)
+		}
+		if _, err := c.Chat(uri); err != nil && !strings.Contains(err.Error(), "no state") && !strings.Contains(err.Error(), "no default chat") {
+			t.Fatalf("the chat state no longer round-trips after %q: %v", frame, err)
 		}
 		if _, err := c.Root(); err != nil && !strings.Contains(err.Error(), "no state") {
 			t.Fatalf("the root state no longer round-trips after %q: %v", frame, err)

@@ -11,6 +11,10 @@ import (
 // AHP lets the client choose the URI of the session it creates.
 func NewSessionURI() string { return "ahp-session:/" + NewUUID() }
 
+// NewChatURI returns a fresh chat channel URI, `ahp-chat:/<uuid>`, for
+// CreateChat: the client chooses the URI of a chat it adds.
+func NewChatURI() string { return "ahp-chat:/" + NewUUID() }
+
 // NewUUID returns a random (version 4) UUID in its canonical text form.
 func NewUUID() string {
 	var b [16]byte

@@ -7,15 +7,48 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// Channel URI prefixes the client keeps state for.
+// RootChannel is the root channel's URI.
+const RootChannel = wire.RootChannel
+
+// URI prefixes of the channel kinds the client keeps typed state for.
 const (
-	RootChannel   = "ahp-root://"
 	sessionPrefix = "ahp-session:"
+	chatPrefix    = "ahp-chat:"
 )
+
+// channelKind says which state a channel carries.
+type channelKind int
+
+const (
+	kindOther   channelKind = iota // terminals, changesets, …: snapshot only
+	kindRoot                       // ahp-root://
+	kindSession                    // a session's coordination channel
+	kindChat                       // one conversation of a session
+)
+
+// kindOf tells a channel's kind from its URI. Sessions may take any
+// "scheme:/path" URI the other kinds do not claim (ahpx names them
+// <provider>:/<uuid>), so an unknown non-ahp scheme is a session; an
+// unknown ahp-* scheme is some channel this client keeps no state for.
+func kindOf(uri string) channelKind {
+	switch {
+	case uri == RootChannel:
+		return kindRoot
+	case strings.HasPrefix(uri, chatPrefix):
+		return kindChat
+	case strings.HasPrefix(uri, sessionPrefix):
+		return kindSession
+	case strings.HasPrefix(uri, "ahp-"):
+		return kindOther
+	case strings.Contains(uri, ":/"):
+		return kindSession
+	}
+	return kindOther
+}
 
 // Event is one incoming message that is not a response: an action envelope
 // (Method "action"), a protocol notification such as "root/sessionAdded",
@@ -25,6 +58,12 @@ type Event struct {
 	Method string
 	// Channel is params.channel of the notification.
 	Channel string
+	// Session is the session Channel belongs to: Channel itself for a
+	// session channel, the owning session for a chat the client knows the
+	// session of (one it subscribed to through its session, or listed in a
+	// subscribed session's catalogue), else empty. It lets a caller that
+	// shows one session pick its events from both of its channels.
+	Session string
 	// Params holds the notification's params verbatim.
 	Params json.RawMessage
 	// Envelope is the decoded envelope when Method is "action".
@@ -35,19 +74,31 @@ type Event struct {
 
 // channelState is the client's confirmed copy of one subscribed channel.
 type channelState struct {
+	kind    channelKind
 	root    *wire.RootState
 	session *wire.SessionState
-	// other holds the last snapshot of a state-bearing channel the client has
-	// no reducer for (terminals, changesets); envelopes for it are not applied.
+	chat    *wire.ChatState
+	// other holds the last snapshot of a state-bearing channel the client
+	// keeps no reduced state for (terminals, changesets); envelopes for it
+	// are queued for Next but not applied.
 	other   json.RawMessage
 	lastSeq int64
 	// subscribing is true while a subscribe is in flight and no snapshot has
 	// arrived yet; envelopes that arrive in that window wait in early.
 	subscribing bool
 	early       []*wire.ActionEnvelope
-	// stream reduces streamed text in amortised O(1) instead of copying
-	// the whole part per delta (docs/performance.md).
+	// stream reduces a chat's streamed text in amortised O(1) instead of
+	// copying the whole part per delta (docs/performance.md).
 	stream reducer.Streaming
+	// follows are the chats the client subscribed to on this session's
+	// behalf (its default chat), which Unsubscribe releases with it.
+	follows []string
+}
+
+// hasState reports whether the channel holds a typed state (a snapshot
+// has been installed).
+func (cs *channelState) hasState() bool {
+	return cs.root != nil || cs.session != nil || cs.chat != nil
 }
 
 // handleNotification runs on the reader goroutine.
@@ -61,8 +112,11 @@ func (c *Client) handleNotification(method string, params json.RawMessage) error
 		}
 	}
 	ev := Event{Method: method, Channel: head.Channel, Params: params}
-	if method != "action" {
-		c.pushEvent(ev)
+	if method != wire.MethodAction {
+		c.mu.Lock()
+		ev.Session = c.sessionOfLocked(head.Channel)
+		c.pushEventLocked(ev)
+		c.mu.Unlock()
 		return nil
 	}
 	var env wire.ActionEnvelope
@@ -83,14 +137,24 @@ func (c *Client) handleNotification(method string, params json.RawMessage) error
 			w <- ev
 		}
 	}
+	ev.Session = c.sessionOfLocked(env.Channel)
 	c.pushEventLocked(ev)
 	c.broadcastLocked()
 	return nil
 }
 
+// sessionOfLocked returns the session a channel belongs to, if known.
+func (c *Client) sessionOfLocked(channel string) string {
+	switch kindOf(channel) {
+	case kindSession:
+		return channel
+	case kindChat:
+		return c.owners[channel]
+	}
+	return ""
+}
+
 // applyLocked applies one envelope to the channel's confirmed state.
-// Rejected envelopes were not applied by the server and are skipped, as are
-// envelopes already contained in the snapshot (serverSeq ≤ fromSeq).
 func (c *Client) applyLocked(env *wire.ActionEnvelope) {
 	cs := c.channels[env.Channel]
 	if cs == nil {
@@ -100,50 +164,76 @@ func (c *Client) applyLocked(env *wire.ActionEnvelope) {
 		cs.early = append(cs.early, env)
 		return
 	}
-	c.applyToStateLocked(cs, env)
+	c.applyToStateLocked(env.Channel, cs, env)
 }
 
-func (c *Client) applyToStateLocked(cs *channelState, env *wire.ActionEnvelope) {
-	if env.RejectionReason != nil || env.ServerSeq <= cs.lastSeq {
+// applyToStateLocked applies an envelope unless it was rejected (the server
+// did not apply it) or is already contained in the snapshot (serverSeq ≤
+// fromSeq). chat/turnsLoaded is the exception to the second rule: the host
+// sends it to the one connection that asked (fetchTurns) and may number it
+// with the current serverSeq instead of a new one, so it can carry the
+// seq of the snapshot it extends; it is idempotent (it only prepends
+// turns the chat lacks), so applying it again is harmless.
+func (c *Client) applyToStateLocked(uri string, cs *channelState, env *wire.ActionEnvelope) {
+	if env.RejectionReason != nil {
+		return
+	}
+	if env.ServerSeq <= cs.lastSeq && env.Action.Type() != string(wire.ActionTypeChatTurnsLoaded) {
 		return
 	}
 	c.reduce(cs, env.Action)
-	cs.lastSeq = env.ServerSeq
+	cs.lastSeq = max(cs.lastSeq, env.ServerSeq)
+	if cs.kind == kindSession {
+		c.noteOwnersLocked(uri, cs.session)
+	}
 }
 
-// applySnapshot installs a snapshot (from initialize, subscribe or the
-// caller) and replays the envelopes that arrived while it was in flight.
-func (c *Client) applySnapshot(s wire.Snapshot) error {
-	cs := &channelState{lastSeq: s.FromSeq}
-	raw, err := json.Marshal(s.State)
-	if err != nil {
-		return fmt.Errorf("re-encoding the snapshot of %s: %w", s.Resource, err)
+// noteOwnersLocked records which session the chats of a session state
+// belong to.
+func (c *Client) noteOwnersLocked(session string, st *wire.SessionState) {
+	for _, ch := range st.Chats {
+		c.owners[ch.Resource] = session
 	}
-	switch {
-	case s.Resource == RootChannel:
-		var st wire.RootState
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return fmt.Errorf("decoding the snapshot of %s: %w", s.Resource, err)
-		}
-		cs.root = &st
-	case strings.HasPrefix(s.Resource, sessionPrefix):
-		var st wire.SessionState
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return fmt.Errorf("decoding the snapshot of %s: %w", s.Resource, err)
-		}
-		cs.session = &st
+	if st.DefaultChat != nil {
+		c.owners[*st.DefaultChat] = session
+	}
+}
+
+// applySnapshot installs a snapshot (from initialize, subscribe, reconnect
+// or the caller) and replays the envelopes that arrived while it was in
+// flight.
+func (c *Client) applySnapshot(s wire.Snapshot) error {
+	cs := &channelState{kind: kindOf(s.Resource), lastSeq: s.FromSeq}
+	var err error
+	switch cs.kind {
+	case kindRoot:
+		cs.root = new(wire.RootState)
+		err = s.State.As(cs.root)
+	case kindSession:
+		cs.session = new(wire.SessionState)
+		err = s.State.As(cs.session)
+	case kindChat:
+		cs.chat = new(wire.ChatState)
+		err = s.State.As(cs.chat)
 	default:
-		cs.other = raw
+		cs.other, err = json.Marshal(s.State)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the snapshot of %s: %w", s.Resource, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var early []*wire.ActionEnvelope
 	if old := c.channels[s.Resource]; old != nil {
 		early = old.early
+		cs.follows = old.follows
 	}
 	c.channels[s.Resource] = cs
+	if cs.session != nil {
+		c.noteOwnersLocked(s.Resource, cs.session)
+	}
 	for _, env := range early {
-		c.applyToStateLocked(cs, env)
+		c.applyToStateLocked(s.Resource, cs, env)
 	}
 	if s.FromSeq > c.lastSeq {
 		c.lastSeq = s.FromSeq
@@ -157,21 +247,53 @@ func (c *Client) markSubscribing(channel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.channels[channel] == nil {
-		c.channels[channel] = &channelState{subscribing: true}
+		c.channels[channel] = &channelState{kind: kindOf(channel), subscribing: true}
 	}
 }
 
-// dropChannel forgets a channel (unsubscribe, failed subscribe).
-func (c *Client) dropChannel(channel string) {
+// dropPendingSubscription forgets a channel whose subscribe produced no
+// snapshot, so that its envelopes are not held back forever.
+func (c *Client) dropPendingSubscription(channel string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.channels, channel)
-	c.broadcastLocked()
+	if cs := c.channels[channel]; cs != nil && cs.subscribing {
+		delete(c.channels, channel)
+	}
 }
 
-// ErrNoState is returned by Session and Root for a channel the client has
-// no state for (not subscribed, or not a session/root channel).
+// ErrNoState is returned for a channel the client has no state for (not
+// subscribed, or not a channel of the kind asked for).
 var ErrNoState = errors.New("ahp client: no state for this channel (not subscribed?)")
+
+// ErrNoDefaultChat is returned when a session URI stands for its default
+// chat but the session names none.
+var ErrNoDefaultChat = errors.New("ahp client: the session has no default chat")
+
+// resolveChatLocked returns the chat a URI stands for: a subscribed
+// session's default chat, or the URI itself.
+func (c *Client) resolveChatLocked(uri string) (string, error) {
+	if kindOf(uri) != kindSession {
+		return uri, nil
+	}
+	cs := c.channels[uri]
+	if cs == nil || cs.session == nil {
+		return "", fmt.Errorf("%s: %w", uri, ErrNoState)
+	}
+	if cs.session.DefaultChat == nil {
+		return "", fmt.Errorf("%s: %w", uri, ErrNoDefaultChat)
+	}
+	return *cs.session.DefaultChat, nil
+}
+
+// DefaultChat returns the URI of a subscribed session's default chat.
+func (c *Client) DefaultChat(session string) (string, error) {
+	if kindOf(session) != kindSession {
+		return "", fmt.Errorf("%s is not a session URI: %w", session, ErrNoState)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resolveChatLocked(session)
+}
 
 // Session returns a copy of the confirmed state of a subscribed session.
 func (c *Client) Session(channel string) (*wire.SessionState, error) {
@@ -181,7 +303,23 @@ func (c *Client) Session(channel string) (*wire.SessionState, error) {
 	if cs == nil || cs.session == nil {
 		return nil, fmt.Errorf("%s: %w", channel, ErrNoState)
 	}
-	return cloneSession(cs.session)
+	return cloneState(cs.session, channel)
+}
+
+// Chat returns a copy of the confirmed state of a subscribed chat; a
+// session URI stands for the session's default chat.
+func (c *Client) Chat(chat string) (*wire.ChatState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	uri, err := c.resolveChatLocked(chat)
+	if err != nil {
+		return nil, err
+	}
+	cs := c.channels[uri]
+	if cs == nil || cs.chat == nil {
+		return nil, fmt.Errorf("%s: %w", uri, ErrNoState)
+	}
+	return cloneState(cs.chat, uri)
 }
 
 // Root returns a copy of the confirmed root state, if the client is
@@ -193,7 +331,7 @@ func (c *Client) Root() (*wire.RootState, error) {
 	if cs == nil || cs.root == nil {
 		return nil, fmt.Errorf("%s: %w", RootChannel, ErrNoState)
 	}
-	return cloneRoot(cs.root)
+	return cloneState(cs.root, RootChannel)
 }
 
 // pendingAction is a dispatched action not yet echoed by the server.
@@ -219,8 +357,9 @@ func (c *Client) dropPendingLocked(channel string, clientSeq int64) {
 	c.pending[channel] = list
 }
 
-// Pending is the number of actions this client dispatched on channel that
-// the server has not echoed yet.
+// Pending is the number of actions this client dispatched on channel (as
+// dispatched: a chat URI for chat actions) that the server has not echoed
+// yet.
 func (c *Client) Pending(channel string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -229,8 +368,9 @@ func (c *Client) Pending(channel string) int {
 
 // Optimistic returns the session state as this client expects it to be:
 // a copy of the confirmed state with the client's own not-yet-echoed
-// actions applied in dispatch order (write-ahead reconciliation). Once the
-// server echoes or rejects them it equals Session again.
+// actions on the session channel applied in dispatch order (write-ahead
+// reconciliation). Once the server echoes or rejects them it equals
+// Session again.
 func (c *Client) Optimistic(channel string) (*wire.SessionState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -238,13 +378,37 @@ func (c *Client) Optimistic(channel string) (*wire.SessionState, error) {
 	if cs == nil || cs.session == nil {
 		return nil, fmt.Errorf("%s: %w", channel, ErrNoState)
 	}
-	st, err := cloneSession(cs.session)
+	st, err := cloneState(cs.session, channel)
 	if err != nil {
 		return nil, err
 	}
-	opt := &channelState{session: st}
 	for _, p := range c.pending[channel] {
-		c.reduce(opt, p.action)
+		reducer.Session(st, p.action, c.clock)
+	}
+	return st, nil
+}
+
+// OptimisticChat is Optimistic for a chat (a session URI stands for its
+// default chat): the confirmed chat state with this client's unechoed
+// chat actions (a started turn, a confirmation, a queued message, …)
+// applied.
+func (c *Client) OptimisticChat(chat string) (*wire.ChatState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	uri, err := c.resolveChatLocked(chat)
+	if err != nil {
+		return nil, err
+	}
+	cs := c.channels[uri]
+	if cs == nil || cs.chat == nil {
+		return nil, fmt.Errorf("%s: %w", uri, ErrNoState)
+	}
+	st, err := cloneState(cs.chat, uri)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range c.pending[uri] {
+		reducer.Chat(st, p.action, c.clock)
 	}
 	return st, nil
 }
@@ -257,72 +421,91 @@ func (c *Client) LastServerSeq() int64 {
 	return c.lastSeq
 }
 
+// wait blocks until check, called with the client's lock held
+// whenever the state changes, reports done. It fails when ctx ends or the
+// connection does; what names the awaited thing in those errors.
+func (c *Client) wait(ctx context.Context, what string, check func() (bool, error)) error {
+	for {
+		c.mu.Lock()
+		done, err := check()
+		if done || err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		if c.closed {
+			err := c.err
+			c.mu.Unlock()
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
 // WaitFor blocks until the confirmed state of the subscribed session
 // channel satisfies pred, and returns a copy of that state. pred is called
 // with the client's lock held on the live state: it must be quick, must not
 // call the Client and must not keep or modify the pointer. WaitFor fails
 // when ctx ends or the connection does.
 func (c *Client) WaitFor(ctx context.Context, channel string, pred func(*wire.SessionState) bool) (*wire.SessionState, error) {
-	for {
-		c.mu.Lock()
-		if cs := c.channels[channel]; cs != nil && cs.session != nil && pred(cs.session) {
-			st, err := cloneSession(cs.session)
-			c.mu.Unlock()
-			return st, err
+	var out *wire.SessionState
+	err := c.wait(ctx, channel, func() (bool, error) {
+		cs := c.channels[channel]
+		if cs == nil || cs.session == nil || !pred(cs.session) {
+			return false, nil
 		}
-		if c.closed {
-			err := c.err
-			c.mu.Unlock()
-			return nil, fmt.Errorf("waiting for %s: %w", channel, err)
+		var err error
+		out, err = cloneState(cs.session, channel)
+		return true, err
+	})
+	return out, err
+}
+
+// WaitForChat is WaitFor for a chat (a session URI stands for its default
+// chat, looked up anew on every change).
+func (c *Client) WaitForChat(ctx context.Context, chat string, pred func(*wire.ChatState) bool) (*wire.ChatState, error) {
+	var out *wire.ChatState
+	err := c.wait(ctx, chat, func() (bool, error) {
+		uri, err := c.resolveChatLocked(chat)
+		if err != nil {
+			return false, nil // not subscribed yet: keep waiting
 		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for %s: %w", channel, ctx.Err())
+		cs := c.channels[uri]
+		if cs == nil || cs.chat == nil || !pred(cs.chat) {
+			return false, nil
 		}
-	}
+		out, err = cloneState(cs.chat, uri)
+		return true, err
+	})
+	return out, err
 }
 
 // WaitForRoot is WaitFor for the root channel.
 func (c *Client) WaitForRoot(ctx context.Context, pred func(*wire.RootState) bool) (*wire.RootState, error) {
-	for {
-		c.mu.Lock()
-		if cs := c.channels[RootChannel]; cs != nil && cs.root != nil && pred(cs.root) {
-			st, err := cloneRoot(cs.root)
-			c.mu.Unlock()
-			return st, err
+	var out *wire.RootState
+	err := c.wait(ctx, RootChannel, func() (bool, error) {
+		cs := c.channels[RootChannel]
+		if cs == nil || cs.root == nil || !pred(cs.root) {
+			return false, nil
 		}
-		if c.closed {
-			err := c.err
-			c.mu.Unlock()
-			return nil, fmt.Errorf("waiting for %s: %w", RootChannel, err)
-		}
-		ch := c.changed
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for %s: %w", RootChannel, ctx.Err())
-		}
-	}
+		var err error
+		out, err = cloneState(cs.root, RootChannel)
+		return true, err
+	})
+	return out, err
 }
 
-// cloneSession deep-copies through JSON: the wire types round-trip exactly,
-// and the copies are small enough for a CLI and tests.
-func cloneSession(s *wire.SessionState) (*wire.SessionState, error) {
-	var out wire.SessionState
+// cloneState deep-copies a state through JSON: the wire types round-trip
+// exactly, and the copies are small enough for a CLI and tests.
+func cloneState[T any](s *T, uri string) (*T, error) {
+	var out T
 	if err := roundTrip(s, &out); err != nil {
-		return nil, fmt.Errorf("copying the state of %s: %w", s.Summary.Resource, err)
-	}
-	return &out, nil
-}
-
-func cloneRoot(s *wire.RootState) (*wire.RootState, error) {
-	var out wire.RootState
-	if err := roundTrip(s, &out); err != nil {
-		return nil, fmt.Errorf("copying the root state: %w", err)
+		return nil, fmt.Errorf("copying the state of %s: %w", uri, err)
 	}
 	return &out, nil
 }
@@ -341,21 +524,4 @@ func actionType(a wire.StateAction) string {
 		return t
 	}
 	return fmt.Sprintf("(action %T)", a.Value)
-}
-
-// PendingConfirmations returns the ids of the active turn's tool calls that
-// wait for a client's confirmation, in response-part order.
-func PendingConfirmations(s *wire.SessionState) []string {
-	if s == nil || s.ActiveTurn == nil {
-		return nil
-	}
-	var ids []string
-	for _, p := range s.ActiveTurn.ResponseParts {
-		if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
-			if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
-				ids = append(ids, pc.ToolCallID)
-			}
-		}
-	}
-	return ids
 }

@@ -28,9 +28,11 @@ type Codec interface {
 
 	// Snapshot builds this dialect's snapshot state of uri from the host's
 	// states of Channels(uri), in the same order: pointers to wire.RootState,
-	// wire.SessionState, wire.ChatState, wire.TerminalState, … The host
-	// calls it under the channels' locks; the codec must not keep the
-	// states or anything inside them.
+	// wire.SessionState, wire.ChatState, wire.TerminalState, … When the
+	// first is a session, the session's root-catalogue entry
+	// (*wire.SessionSummary) follows them, for dialects whose session state
+	// carries its summary. The host calls it under the channels' locks; the
+	// codec must not keep the states or anything inside them.
 	Snapshot(uri string, states []any) (json.RawMessage, error)
 
 	// Envelope translates one sequenced envelope into the envelopes this

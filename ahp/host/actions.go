@@ -2,6 +2,9 @@ package host
 
 import (
 	"encoding/json"
+	"slices"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
@@ -52,7 +55,10 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	if ch.removed {
 		return
 	}
-	h.stamp(ch, a)
+	if reason := h.complete(c, ch, a); reason != "" {
+		h.reject(c, p.Channel, p.Action, origin, reason)
+		return
+	}
 	if reason := validateClient(ch, a, raw, origin.ClientID); reason != "" {
 		h.reject(c, p.Channel, p.Action, origin, reason)
 		return
@@ -65,25 +71,87 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	h.settleLocked(ch)
 }
 
-// stamp fills in what the host's dialect requires of a client action but
-// older dialects do not send, with the host's clock (clients' clocks are
-// not trusted for timing): a turn's startedAt, a cancelled turn's
-// duration. Called with ch.mu held.
-func (h *Host) stamp(ch *channel, a wire.StateAction) {
-	if ch.kind != chanChat {
-		return
+// complete fills in what the host's dialect requires of a client action
+// but the client's dialect could not say, and returns why it cannot when it
+// cannot. Called with ch.mu held.
+//
+//   - Timing, with the host's clock (clients' clocks are not trusted for
+//     it): a turn's startedAt, a cancelled turn's duration.
+//   - What a codec marked for the host to know: the sender's clientId
+//     (codec.SenderClientID), the selection a 0.3.0 client keeps per
+//     session (codec.SelectionMeta drafts, and the model and agent of its
+//     turns, codec.V030Selection).
+func (h *Host) complete(c *conn, ch *channel, a wire.StateAction) string {
+	switch ch.kind {
+	case chanSession:
+		return completeSession(c, ch.session, a)
+	case chanChat:
+	default:
+		return ""
 	}
 	now := h.opts.Clock()
+	st := ch.chat.st
 	switch x := a.Value.(type) {
 	case *wire.ChatTurnStartedAction:
 		if x.StartedAt == "" {
 			x.StartedAt = reducer.FormatTime(now)
 		}
+		if c.version == codec.V030 && x.Message.Model == nil && x.Message.Agent == nil {
+			model, agent := codec.V030Selection(st)
+			x.Message.Model, x.Message.Agent = clone(model), clone(agent)
+		}
 	case *wire.ChatTurnCancelledAction:
-		if t := ch.chat.st.ActiveTurn; t != nil && t.ID == x.TurnID {
+		if t := st.ActiveTurn; t != nil && t.ID == x.TurnID {
 			if started, ok := reducer.ParseTime(t.StartedAt); ok {
 				x.Duration = max(0, now-started)
 			}
 		}
+	case *wire.ChatDraftChangedAction:
+		// A 0.3.0 model or agent change names only what changed; 0.3.0
+		// keeps the other one, a 0.7.0 draft replaces both.
+		if d := x.Draft; d != nil && st.Draft != nil {
+			switch mark, _ := d.Meta[codec.SelectionMeta].(string); mark {
+			case "model":
+				d.Agent = clone(st.Draft.Agent)
+			case "agent":
+				d.Model = clone(st.Draft.Model)
+			}
+		}
 	}
+	return ""
+}
+
+// completeSession puts the sender's clientId where a codec could only mark
+// it, and completes an active-client entry that carries only new tools
+// (0.3.0's activeClientToolsChanged) from the sender's current one.
+func completeSession(c *conn, st *wire.SessionState, a wire.StateAction) string {
+	sender := c.clientIDLocked()
+	switch x := a.Value.(type) {
+	case *wire.SessionActiveClientRemovedAction:
+		if x.ClientID == codec.SenderClientID {
+			x.ClientID = sender
+		}
+	case *wire.SessionActiveClientSetAction:
+		if x.ActiveClient.ClientID != codec.SenderClientID {
+			return ""
+		}
+		i := slices.IndexFunc(st.ActiveClients, func(e wire.SessionActiveClient) bool { return e.ClientID == sender })
+		if i < 0 {
+			return "this client is not an active client of the session, so it has no tools to change"
+		}
+		cur := st.ActiveClients[i]
+		x.ActiveClient.ClientID = sender
+		x.ActiveClient.DisplayName = cur.DisplayName
+		x.ActiveClient.Customizations = slices.Clone(cur.Customizations)
+	}
+	return ""
+}
+
+// clone returns a copy of *p, or nil.
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

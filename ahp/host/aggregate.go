@@ -137,7 +137,7 @@ func chatInputs(chat string, st *wire.ChatState) []inputEntry {
 				add(id, &wire.SessionToolAuthenticationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolAuthentication,
 					TurnID: t.ID, ToolCall: *v})
 			case *wire.ToolCallRunningState:
-				if c, ok := v.Contributor.Value.(*wire.ToolCallClientContributor); ok && c != nil {
+				if c, ok := contributorOf(tc).(*wire.ToolCallClientContributor); ok && c != nil {
 					add(id, &wire.SessionToolClientExecutionRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolClientExecution,
 						TurnID: t.ID, ClientID: c.ClientID, ToolCall: tc})
 				}
@@ -200,6 +200,27 @@ func (h *Host) dropInputsLocked(ch *channel, drop func(id string) bool) {
 		if _, err := h.applyLocked(sess, wire.Action(&wire.SessionInputNeededRemovedAction{ID: id}), nil, nil); err != nil {
 			h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to withdraw an input the session needed")
 		}
+	}
+}
+
+// markUnreadLocked clears the session's IsRead flag when its default chat
+// starts a turn or asks a question: there is something new to read. 0.7.0
+// clears only the chat's own flag there; 0.3.0 clients, whose session is
+// its default chat, clear the session's, so without this their state and a
+// fresh projection would disagree. Called with the group's mutex held.
+func (h *Host) markUnreadLocked(ch *channel, a wire.StateAction) {
+	switch a.Value.(type) {
+	case *wire.ChatTurnStartedAction, *wire.ChatInputRequestedAction:
+	default:
+		return
+	}
+	g := ch.group
+	sess := g.session
+	if g.defaultChat() != ch || sess == nil || sess.removed || sess.session.Status&wire.SessionStatusIsRead == 0 {
+		return
+	}
+	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionIsReadChangedAction{IsRead: false}), nil, nil); err != nil {
+		h.log.Error().Err(err).Str("session", sess.uri).Msg("failed to mark the session unread")
 	}
 }
 

@@ -9,14 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
-
-// draftParam is the member a codec adds to createSession's params to give
-// the new session's default chat a first draft (0.3.0 clients choose a
-// model when they create a session; 0.7.0 puts it on each message).
-const draftParam = "_ahpBridgeDraft"
 
 // reservedSchemes are URI schemes that name other kinds of channels, so a
 // session may not take them.
@@ -46,10 +42,17 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, err)
 		return
 	}
-	var extra struct {
-		Draft *wire.Message `json:"_ahpBridgeDraft"`
-	}
+	var extra map[string]json.RawMessage
 	_ = json.Unmarshal(r.params, &extra) // decodeParams accepted the object
+	var draft *wire.Message
+	if b, ok := extra[codec.DraftParam]; ok {
+		// A codec's first draft for the default chat: the model and agent
+		// a 0.3.0 client created the session with.
+		if err := json.Unmarshal(b, &draft); err != nil {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: %v", err))
+			return
+		}
+	}
 	if !validSessionURI(uri) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
@@ -123,7 +126,7 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		ModifiedAt: nowISO,
 		Origin:     &wire.ChatOrigin{Value: &wire.ChatOriginUser{Kind: wire.ChatOriginKindUser}},
 		Turns:      []wire.Turn{},
-		Draft:      extra.Draft,
+		Draft:      draft,
 	})
 	st.Chats = []wire.ChatSummary{chat.chat.mirrored}
 	st.DefaultChat = wire.Ptr(chatURI)
@@ -432,8 +435,44 @@ func (h *Host) releaseActiveClient(clientID string, match func(session string) b
 			if _, err := h.applyLocked(sess, wire.Action(&wire.SessionActiveClientRemovedAction{ClientID: clientID}), nil, nil); err != nil {
 				h.log.Error().Err(err).Msg("failed to remove an active client")
 			}
+			h.failClientToolsLocked(g, clientID)
 		}
 		g.mu.Unlock()
+	}
+}
+
+// failClientToolsLocked fails the running tool calls a departed client
+// was executing (spec: with chat/toolCallComplete, not a cancellation), so
+// no turn waits forever for a result nobody will send. Called with the
+// group's mutex held.
+func (h *Host) failClientToolsLocked(g *sessionGroup, clientID string) {
+	for _, ch := range g.chats {
+		t := ch.chat.st.ActiveTurn
+		if t == nil {
+			continue
+		}
+		var ids []string
+		for _, p := range t.ResponseParts {
+			tp, ok := p.Value.(*wire.ToolCallResponsePart)
+			if !ok || tp == nil {
+				continue
+			}
+			if c, ok := contributorOf(tp.ToolCall).(*wire.ToolCallClientContributor); ok && c != nil && c.ClientID == clientID {
+				ids = append(ids, tp.ToolCall.ToolCallID())
+			}
+		}
+		for _, id := range ids {
+			done := wire.Action(&wire.ChatToolCallCompleteAction{TurnID: t.ID, ToolCallID: id, Result: wire.ToolCallResult{
+				Success:          false,
+				PastTenseMessage: wire.PlainText("The client running this tool went away"),
+				Error:            &wire.ToolCallError{Message: fmt.Sprintf("client %s, which was running this tool, is no longer connected", clientID)},
+			}})
+			if _, err := h.applyLocked(ch, done, nil, nil); err != nil {
+				h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to fail a departed client's tool call")
+				continue
+			}
+			h.handoff(ch, done, wire.ActionOrigin{})
+		}
 	}
 }
 

@@ -64,6 +64,10 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 			states[i] = tail(ch.uri, ch.chat.st, v.turns)
 		}
 	}
+	if chans[0].kind == chanSession {
+		sum := summaryOf(chans[0].group)
+		states = append(states, &sum)
+	}
 	var st []byte
 	var err error
 	if c.codec == nil {

@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // Config is everything `serve` can be told, by flags or by a --config file.
-// The JSON keys are the file format; flags given on the command line
-// override the file.
+// The JSON keys are the file format. A flag given on the command line wins
+// over the file; a repeatable flag (--acp, --agentchan, --allow-origin)
+// replaces the file's whole list.
 type Config struct {
 	Listen        string            `json:"listen,omitempty"`
 	Stdio         bool              `json:"stdio,omitempty"`
@@ -38,16 +36,27 @@ type Config struct {
 	// MaxPendingRequests bounds the unanswered asynchronous requests
 	// (completions, resourceRead) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
+
+	// src says where each setting came from, so that a problem is named
+	// the way the user wrote it: a flag, or a key of the file.
+	src *configSource
 }
 
 // AgentConfig is one ACP agent provider.
 type AgentConfig struct {
-	ID          string            `json:"id"`
-	DisplayName string            `json:"displayName,omitempty"`
-	Command     string            `json:"command"`
-	Args        []string          `json:"args,omitempty"`
-	Env         map[string]string `json:"env,omitempty"`
-	Cwd         string            `json:"cwd,omitempty"`
+	ID          string `json:"id"`
+	DisplayName string `json:"displayName,omitempty"`
+	// Command is split into words like a POSIX shell would.
+	Command string `json:"command"`
+	// Args are appended to Command's words as they are, unsplit.
+	Args []string          `json:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+	// Cwd is the directory the agent process starts in (default: the
+	// bridge's). Sessions do not use it: each one works in the directory
+	// its createSession names.
+	Cwd string `json:"cwd,omitempty"`
+
+	flag string // the --acp value it came from, if any
 }
 
 // AgentChanConfig is one agent-channel WebSocket backend.
@@ -56,15 +65,50 @@ type AgentChanConfig struct {
 	DisplayName string `json:"displayName,omitempty"`
 	URL         string `json:"url"`
 	Token       string `json:"token,omitempty"`
+
+	flag string // the --agentchan value it came from, if any
 }
 
-// usageError is a configuration or flag problem; it makes `serve` exit 2.
-type usageError struct{ msg string }
+// Defaults of the settings that have one; README.md's configuration table
+// shows the same values (TestReadmeShowsTheDefaults).
+const (
+	defaultListen             = "127.0.0.1:8081"
+	defaultApprove            = "ask"
+	defaultReplayBuffer       = 4096
+	defaultLogLevel           = "info"
+	defaultLogFormat          = "console"
+	defaultMaxFrameBytes      = 4 << 20
+	defaultMaxSessions        = host.DefaultMaxSessions
+	defaultMaxSubscriptions   = host.DefaultMaxSubscriptionsPerConn
+	defaultMaxPendingRequests = 64
+)
+
+// flagOfKey names the flag of each config key.
+var flagOfKey = map[string]string{
+	"listen": "listen", "stdio": "stdio", "token": "token", "tokenFile": "token-file", "noToken": "no-token",
+	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
+	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
+	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
+	"maxPendingRequests": "max-pending-requests",
+}
+
+// usageError is a flag or configuration problem; it makes the command exit
+// 2. withUsage asks for the command's synopsis after the message (a
+// mistake on the command line rather than in a file).
+type usageError struct {
+	msg       string
+	withUsage bool
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// argErrorf is a mistake in a command's arguments.
+func argErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), withUsage: true}
 }
 
 // repeated collects a flag that may be given many times.
@@ -73,239 +117,261 @@ type repeated []string
 func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
+const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--token TOKEN | --token-file FILE | --no-token]
+                        [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]...
+                        [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
+                        [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
+                        [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
+                        [--max-pending-requests N]
+
+Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
+stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
+(--agentchan) it offers as providers. When it listens, it prints one line on
+stdout, READY ws://HOST:PORT/?tkn=TOKEN; logs go to stderr.
+
+Settings come from --config FILE (JSON; README.md lists the keys) and from the
+flags. A flag wins over the file; a repeatable flag replaces the file's whole
+list (--acp the file's agents, --agentchan its agentChannels, --allow-origin
+its allowOrigins).
+
+Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 a failure while running,
+2 bad flags or configuration.
+`
+
+// serveFlags are the raw values of the serve flags.
+type serveFlags struct {
+	cfgFile                   string
+	acps, chans, origins      repeated
+	listen, token, tokenFile  string
+	approve, logLevel, logFmt string
+	wireLog                   string
+	stdio, noToken            bool
+	replay, maxSessions       int
+	maxSubs, maxPending       int
+	maxFrame                  int64
+}
+
+func newServeFlagSet(f *serveFlags) *flag.FlagSet {
+	fs := newFlagSet("serve")
+	fs.StringVar(&f.cfgFile, "config", "", "read settings from this JSON `FILE`; flags win over it")
+	fs.StringVar(&f.listen, "listen", "", "WebSocket listen address `HOST:PORT` (default "+defaultListen+"; port 0 picks a free one)")
+	fs.BoolVar(&f.stdio, "stdio", false, "speak AHP over stdin/stdout instead of listening")
+	fs.StringVar(&f.token, "token", "", "connection `TOKEN` clients must present (default: a random one per start)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "read the connection token from `FILE`")
+	fs.BoolVar(&f.noToken, "no-token", false, "accept connections without a token (loopback addresses only)")
+	fs.Var(&f.origins, "allow-origin", "allow browser connections from `ORIGIN` (repeatable)")
+	fs.Var(&f.acps, "acp", "ACP agent provider `ID=COMMAND`; COMMAND is split like a shell would (repeatable)")
+	fs.Var(&f.chans, "agentchan", "agent-channel backend `ID=URL` (repeatable)")
+	fs.StringVar(&f.approve, "approve", "", "permission `POLICY`: ask, all, reads or none (default "+defaultApprove+")")
+	fs.IntVar(&f.replay, "replay-buffer", 0, fmt.Sprintf("envelopes kept for reconnect replay (default %d)", defaultReplayBuffer))
+	fs.StringVar(&f.logLevel, "log-level", "", "log `LEVEL`: trace, debug, info, warn or error (default "+defaultLogLevel+")")
+	fs.StringVar(&f.logFmt, "log-format", "", "log `FORMAT`: console or json (default "+defaultLogFormat+")")
+	fs.StringVar(&f.wireLog, "wire-log", "", "append every AHP frame to `FILE` as a JSON line")
+	fs.Int64Var(&f.maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame in bytes (default 4 MiB)")
+	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
+	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
+	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions/resourceRead requests per connection (default %d)", defaultMaxPendingRequests))
+	return fs
+}
+
 // parseServeConfig reads the serve flags and the optional config file into
-// one validated Config.
-func parseServeConfig(args []string, stderr io.Writer) (Config, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		cfgFile                   string
-		acps, chans, origins      repeated
-		listen, token, tokenFile  string
-		approve, logLevel, logFmt string
-		wireLog                   string
-		stdio, noToken            bool
-		replay, maxSessions       int
-		maxSubs, maxPending       int
-		maxFrame                  int64
-	)
-	fs.StringVar(&cfgFile, "config", "", "read settings from this JSON `FILE` (flags override it)")
-	fs.StringVar(&listen, "listen", "", "WebSocket listen address `HOST:PORT` (default 127.0.0.1:8081; port 0 picks one)")
-	fs.BoolVar(&stdio, "stdio", false, "speak AHP over stdin/stdout instead of listening")
-	fs.StringVar(&token, "token", "", "connection `TOKEN` clients must present (default: random)")
-	fs.StringVar(&tokenFile, "token-file", "", "read the connection token from `FILE`")
-	fs.BoolVar(&noToken, "no-token", false, "accept connections without a token (loopback only)")
-	fs.Var(&origins, "allow-origin", "allow browser connections from `ORIGIN` (repeatable)")
-	fs.Var(&acps, "acp", "ACP agent provider `ID=COMMAND` (repeatable)")
-	fs.Var(&chans, "agentchan", "agent-channel backend `ID=URL` (repeatable)")
-	fs.StringVar(&approve, "approve", "", "permission policy: ask|all|reads|none (default ask)")
-	fs.IntVar(&replay, "replay-buffer", 0, "envelopes kept for reconnect replay (default 4096)")
-	fs.StringVar(&logLevel, "log-level", "", "log level: trace|debug|info|warn|error (default info)")
-	fs.StringVar(&logFmt, "log-format", "", "log format: console|json (default console)")
-	fs.StringVar(&wireLog, "wire-log", "", "write every AHP frame to `FILE` as JSON lines")
-	fs.Int64Var(&maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame (default 4 MiB)")
-	fs.IntVar(&maxSessions, "max-sessions", 0, "most sessions at once (default 1000)")
-	fs.IntVar(&maxSubs, "max-subscriptions", 0, "most subscriptions per connection (default 1024)")
-	fs.IntVar(&maxPending, "max-pending-requests", 0, "most unanswered completions/resourceRead requests per connection (default 64)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, err
-		}
-		return Config{}, &usageError{msg: err.Error()}
+// one validated Config. It returns flag.ErrHelp for --help.
+func parseServeConfig(args []string) (Config, error) {
+	cfg, _, err := parseServe(args)
+	return cfg, err
+}
+
+func parseServe(args []string) (Config, *flag.FlagSet, error) {
+	var f serveFlags
+	fs := newServeFlagSet(&f)
+	if err := parseFlags(fs, args); err != nil {
+		return Config{}, fs, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, usagef("serve: unexpected argument %q", fs.Arg(0))
+		return Config{}, fs, argErrorf("unexpected argument %q (serve takes only flags)", fs.Arg(0))
 	}
-
 	var cfg Config
-	if cfgFile != "" {
+	if f.cfgFile != "" {
 		var err error
-		if cfg, err = loadConfigFile(cfgFile); err != nil {
-			return Config{}, err
+		if cfg, err = loadConfigFile(f.cfgFile); err != nil {
+			return Config{}, fs, err
 		}
+	}
+	if cfg.src == nil {
+		cfg.src = &configSource{}
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["listen"] {
-		cfg.Listen = listen
-	}
-	if set["stdio"] {
-		cfg.Stdio = stdio
-	}
-	if set["token"] {
-		cfg.Token = token
-	}
-	if set["token-file"] {
-		cfg.TokenFile = tokenFile
-	}
-	if set["no-token"] {
-		cfg.NoToken = noToken
-	}
-	cfg.AllowOrigins = append(cfg.AllowOrigins, origins...)
-	if set["approve"] {
-		cfg.Approve = approve
-	}
-	if set["replay-buffer"] {
-		cfg.ReplayBuffer = replay
-	}
-	if set["log-level"] {
-		cfg.LogLevel = logLevel
-	}
-	if set["log-format"] {
-		cfg.LogFormat = logFmt
-	}
-	if set["wire-log"] {
-		cfg.WireLog = wireLog
-	}
-	if set["max-frame-bytes"] {
-		cfg.MaxFrameBytes = maxFrame
-	}
-	if set["max-sessions"] {
-		cfg.MaxSessions = maxSessions
-	}
-	if set["max-subscriptions"] {
-		cfg.MaxSubscriptions = maxSubs
-	}
-	if set["max-pending-requests"] {
-		cfg.MaxPendingRequests = maxPending
-	}
-	for _, a := range acps {
-		id, command, ok := strings.Cut(a, "=")
-		if !ok || id == "" || strings.TrimSpace(command) == "" {
-			return Config{}, usagef("--acp %q: want ID=COMMAND, e.g. --acp claude='npx @zed-industries/claude-code-acp'", a)
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for key, name := range flagOfKey {
+		if set[name] {
+			cfg.src.fromFlag(key)
 		}
-		cfg.Agents = append(cfg.Agents, AgentConfig{ID: id, Command: command})
 	}
-	for _, c := range chans {
-		id, url, ok := strings.Cut(c, "=")
-		if !ok || id == "" || url == "" {
-			return Config{}, usagef("--agentchan %q: want ID=URL, e.g. --agentchan ws1=wss://host/workspaces/ID/ws", c)
+	override := func(name string, apply func()) {
+		if set[name] {
+			apply()
 		}
-		cfg.AgentChannels = append(cfg.AgentChannels, AgentChanConfig{ID: id, URL: url})
+	}
+	override("listen", func() { cfg.Listen = f.listen })
+	override("stdio", func() { cfg.Stdio = f.stdio })
+	override("token", func() { cfg.Token = f.token })
+	override("token-file", func() { cfg.TokenFile = f.tokenFile })
+	override("no-token", func() { cfg.NoToken = f.noToken })
+	override("allow-origin", func() { cfg.AllowOrigins = f.origins })
+	override("approve", func() { cfg.Approve = f.approve })
+	override("replay-buffer", func() { cfg.ReplayBuffer = f.replay })
+	override("log-level", func() { cfg.LogLevel = f.logLevel })
+	override("log-format", func() { cfg.LogFormat = f.logFmt })
+	override("wire-log", func() { cfg.WireLog = f.wireLog })
+	override("max-frame-bytes", func() { cfg.MaxFrameBytes = f.maxFrame })
+	override("max-sessions", func() { cfg.MaxSessions = f.maxSessions })
+	override("max-subscriptions", func() { cfg.MaxSubscriptions = f.maxSubs })
+	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
+	if set["acp"] {
+		cfg.Agents = nil
+		for _, a := range f.acps {
+			id, command, ok := strings.Cut(a, "=")
+			if !ok || id == "" || strings.TrimSpace(command) == "" {
+				return Config{}, fs, argErrorf("--acp %q: want ID=COMMAND, e.g. --acp claude='npx @zed-industries/claude-code-acp'", a)
+			}
+			cfg.Agents = append(cfg.Agents, AgentConfig{ID: id, Command: command, flag: a})
+		}
+	}
+	if set["agentchan"] {
+		cfg.AgentChannels = nil
+		for _, c := range f.chans {
+			id, url, ok := strings.Cut(c, "=")
+			if !ok || id == "" || url == "" {
+				return Config{}, fs, argErrorf("--agentchan %q: want ID=URL, e.g. --agentchan ws1=wss://host/workspaces/ID/ws", c)
+			}
+			cfg.AgentChannels = append(cfg.AgentChannels, AgentChanConfig{ID: id, URL: url, flag: c})
+		}
 	}
 	cfg.applyDefaults()
 	if err := cfg.validate(); err != nil {
-		return Config{}, err
+		return Config{}, fs, err
 	}
-	return cfg, nil
-}
-
-// loadConfigFile reads a JSON config file, refusing unknown keys so that a
-// typo is reported instead of silently ignored.
-func loadConfigFile(path string) (Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, usagef("--config: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var cfg Config
-	if err := dec.Decode(&cfg); err != nil {
-		return Config{}, usagef("--config %s: %v", path, err)
-	}
-	return cfg, nil
+	return cfg, fs, nil
 }
 
 func (c *Config) applyDefaults() {
 	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8081"
+		c.Listen = defaultListen
 	}
 	if c.Approve == "" {
-		c.Approve = "ask"
+		c.Approve = defaultApprove
 	}
 	if c.ReplayBuffer == 0 {
-		c.ReplayBuffer = 4096
+		c.ReplayBuffer = defaultReplayBuffer
 	}
 	if c.LogLevel == "" {
-		c.LogLevel = "info"
+		c.LogLevel = defaultLogLevel
 	}
 	if c.LogFormat == "" {
-		c.LogFormat = "console"
+		c.LogFormat = defaultLogFormat
 	}
 	if c.MaxFrameBytes == 0 {
-		c.MaxFrameBytes = 4 << 20
+		c.MaxFrameBytes = defaultMaxFrameBytes
 	}
 	if c.MaxSessions == 0 {
-		c.MaxSessions = 1000
+		c.MaxSessions = defaultMaxSessions
 	}
 	if c.MaxSubscriptions == 0 {
-		c.MaxSubscriptions = 1024
+		c.MaxSubscriptions = defaultMaxSubscriptions
 	}
 	if c.MaxPendingRequests == 0 {
-		c.MaxPendingRequests = 64
+		c.MaxPendingRequests = defaultMaxPendingRequests
 	}
+}
+
+// name is how a problem with a top-level setting names it: the flag that
+// set it, or the file's key.
+func (c *Config) name(key string) string {
+	return c.src.name(key, "--"+flagOfKey[key])
 }
 
 func (c *Config) validate() error {
 	if _, err := mapping.ParsePolicy(c.Approve); err != nil {
-		return usagef("--approve: %v", err)
+		return usagef("%s: %v", c.name("approve"), err)
 	}
 	switch c.LogFormat {
 	case "console", "json":
 	default:
-		return usagef("--log-format %q: want console or json", c.LogFormat)
+		return usagef("%s %q: want console or json", c.name("logFormat"), c.LogFormat)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
-		return usagef("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
+		return usagef("%s %q: want trace, debug, info, warn or error", c.name("logLevel"), c.LogLevel)
 	}
 	if c.ReplayBuffer < 1 {
-		return usagef("--replay-buffer %d: must be at least 1", c.ReplayBuffer)
+		return usagef("%s %d: must be at least 1", c.name("replayBuffer"), c.ReplayBuffer)
 	}
 	if c.MaxFrameBytes < 1024 {
-		return usagef("--max-frame-bytes %d: must be at least 1024", c.MaxFrameBytes)
+		return usagef("%s %d: must be at least 1024", c.name("maxFrameBytes"), c.MaxFrameBytes)
 	}
 	if c.MaxSessions < 1 {
-		return usagef("--max-sessions %d: must be at least 1", c.MaxSessions)
+		return usagef("%s %d: must be at least 1", c.name("maxSessions"), c.MaxSessions)
 	}
 	if c.MaxSubscriptions < 1 {
-		return usagef("--max-subscriptions %d: must be at least 1", c.MaxSubscriptions)
+		return usagef("%s %d: must be at least 1", c.name("maxSubscriptions"), c.MaxSubscriptions)
 	}
 	if c.MaxPendingRequests < 1 {
-		return usagef("--max-pending-requests %d: must be at least 1", c.MaxPendingRequests)
+		return usagef("%s %d: must be at least 1", c.name("maxPendingRequests"), c.MaxPendingRequests)
 	}
-	n := 0
-	for _, set := range []bool{c.Token != "", c.TokenFile != "", c.NoToken} {
+	var given []string
+	for _, k := range []string{"token", "tokenFile", "noToken"} {
+		set := map[string]bool{"token": c.Token != "", "tokenFile": c.TokenFile != "", "noToken": c.NoToken}[k]
 		if set {
-			n++
+			given = append(given, c.name(k))
 		}
 	}
-	if n > 1 {
-		return usagef("--token, --token-file and --no-token exclude each other")
+	if len(given) > 1 {
+		return usagef("%s exclude each other: give one", strings.Join(given, " and "))
 	}
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return usagef("--listen %q: want HOST:PORT (%v)", c.Listen, err)
+		return usagef("%s %q: want HOST:PORT (%v)", c.name("listen"), c.Listen, err)
 	}
 	if c.NoToken && !c.Stdio && !isLoopbackHost(host) {
-		return usagef("--listen %q with --no-token: refusing to accept unauthenticated connections on a non-loopback address", c.Listen)
+		return usagef("%s %q with %s: refusing to accept unauthenticated connections on a non-loopback address",
+			c.name("listen"), c.Listen, c.name("noToken"))
 	}
 	seen := map[string]bool{}
 	for i, a := range c.Agents {
-		key := fmt.Sprintf("agents[%d]", i)
+		name := func(field string) string {
+			if a.flag != "" {
+				return fmt.Sprintf("--acp %q", a.flag)
+			}
+			return c.src.name(fmt.Sprintf("agents[%d].%s", i, field), "")
+		}
 		if a.ID == "" {
-			return usagef("%s: id is required", key)
+			return usagef("%s: the provider id is missing", name("id"))
 		}
 		if strings.TrimSpace(a.Command) == "" {
-			return usagef("%s (%s): command is required", key, a.ID)
+			return usagef("%s: the command of provider %s is missing", name("command"), a.ID)
 		}
 		if _, err := splitCommand(a.Command); err != nil {
-			return usagef("%s (%s): command: %v", key, a.ID, err)
+			return usagef("%s: the command %v", name("command"), err)
 		}
 		if seen[a.ID] {
-			return usagef("%s: provider id %q is used twice", key, a.ID)
+			return usagef("%s: provider id %q is used twice", name("id"), a.ID)
 		}
 		seen[a.ID] = true
 	}
 	for i, a := range c.AgentChannels {
-		key := fmt.Sprintf("agentChannels[%d]", i)
+		name := func(field string) string {
+			if a.flag != "" {
+				return fmt.Sprintf("--agentchan %q", a.flag)
+			}
+			return c.src.name(fmt.Sprintf("agentChannels[%d].%s", i, field), "")
+		}
 		if a.ID == "" {
-			return usagef("%s: id is required", key)
+			return usagef("%s: the provider id is missing", name("id"))
 		}
 		if !strings.HasPrefix(a.URL, "ws://") && !strings.HasPrefix(a.URL, "wss://") {
-			return usagef("%s (%s): url %q must start with ws:// or wss://", key, a.ID, a.URL)
+			return usagef("%s: url %q must start with ws:// or wss://", name("url"), a.URL)
 		}
 		if seen[a.ID] {
-			return usagef("%s: provider id %q is used twice", key, a.ID)
+			return usagef("%s: provider id %q is used twice", name("id"), a.ID)
 		}
 		seen[a.ID] = true
 	}
@@ -377,7 +443,7 @@ func splitCommand(s string) ([]string, error) {
 		return nil, errors.New("ends with a lone backslash")
 	}
 	if quote != 0 {
-		return nil, fmt.Errorf("unterminated %c quote", quote)
+		return nil, fmt.Errorf("has an unterminated %c quote", quote)
 	}
 	if inWord {
 		words = append(words, cur.String())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,6 +15,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+	"github.com/ahp-bridge/ahp-bridge/internal/tui"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
@@ -32,9 +34,26 @@ the bridge's fs/read_text_file service, confined to the session's working
 directory.
 `
 
+const demoAgentUsage = `usage: ahp-bridge demo-agent
+
+Runs the built-in scripted ACP agent on stdin/stdout, the agent the demo
+starts. Serve it to your own clients with
+  ahp-bridge serve --acp demo="$(pwd)/ahp-bridge demo-agent"
+The first word of a prompt picks a scenario (see internal/scriptagent); any
+other prompt plays the demo conversation.
+`
+
 // runDemoAgent runs the built-in scripted ACP agent on stdin/stdout; the demo
 // starts the bridge with `ahp-bridge demo-agent` as its ACP command.
-func runDemoAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+func runDemoAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("demo-agent")
+	err := parseFlags(fs, args)
+	if err == nil && fs.NArg() > 0 {
+		err = argErrorf("unexpected argument %q (demo-agent takes none)", fs.Arg(0))
+	}
+	if err != nil {
+		return parseProblem("demo-agent", demoAgentUsage, fs, err, stdout, stderr)
+	}
 	if err := scriptagent.Main(ctx, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "demo-agent: %v\n", err)
 		return exitError
@@ -42,13 +61,32 @@ func runDemoAgent(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer
 	return exitOK
 }
 
+const demoUsage = `usage: ahp-bridge demo
+
+Starts a bridge on a free loopback port with the built-in scripted agent (a
+real ACP subprocess) and runs one conversation with it: thinking, a plan,
+streamed text, a tool call that asks for approval, a file read and the
+answer. It prints the bridge's URL and commands that join the session from
+another terminal: one queues a prompt behind the running turn, the other
+follows the session and answers its questions.
+
+On a terminal you answer the tool call at the prompt, and after the
+conversation the demo keeps running, showing what joined clients do, until
+Ctrl-C. Without a terminal, a second client approves each tool call after a
+3-second countdown, and the demo ends once no turn is running or queued.
+`
+
 // runDemo starts a bridge on a free loopback port with the built-in agent
 // as a real ACP subprocess, and runs one conversation with the built-in
 // client.
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "ahp-bridge demo: takes no arguments\n")
-		return exitUsage
+	fs := newFlagSet("demo")
+	err := parseFlags(fs, args)
+	if err == nil && fs.NArg() > 0 {
+		err = argErrorf("unexpected argument %q (demo takes none)", fs.Arg(0))
+	}
+	if err != nil {
+		return parseProblem("demo", demoUsage, fs, err, stdout, stderr)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -103,17 +141,28 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitError
 	}
 
-	code, err := demoConversation(ctx, url, dir, stdin, stdout, stderr, log)
+	d := demo{url: url, dir: dir, join: joinPrefix(exe, os.Args[0]), stdin: stdin, stdout: stdout, stderr: stderr, log: log}
+	code, err := d.run(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "ahp-bridge demo: %v\n", err)
 	}
 	return code
 }
 
-func demoConversation(ctx context.Context, url, dir string, stdin io.Reader, stdout, stderr io.Writer, log zerolog.Logger) (int, error) {
+// demo is one run of the demo conversation against a running bridge.
+type demo struct {
+	url, dir string
+	join     string // how to run this program from another terminal
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	log      zerolog.Logger
+}
+
+func (d *demo) run(ctx context.Context) (int, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := client.Dial(dialCtx, url, client.Options{ClientID: "demo-client"})
+	c, err := client.Dial(dialCtx, d.url, client.Options{ClientID: "demo-client"})
 	if err != nil {
 		return exitError, err
 	}
@@ -125,42 +174,83 @@ func demoConversation(ctx context.Context, url, dir string, stdin io.Reader, std
 	if err := c.CreateSession(dialCtx, wire.CreateSessionParams{
 		Channel:          channel,
 		Provider:         wire.Ptr("demo"),
-		WorkingDirectory: wire.Ptr(mapping.FileURI(dir)),
+		WorkingDirectory: wire.Ptr(mapping.FileURI(d.dir)),
 	}); err != nil {
 		return exitError, fmt.Errorf("creating the demo session: %w", err)
 	}
 
-	interactive := isTerminal(stdin)
-	fmt.Fprintf(stdout, "ahp-bridge demo — a bridge is running at %s\n", url)
-	fmt.Fprintf(stdout, "Join this session from another terminal while it runs:\n  ahp-bridge client '%s' --session %s 'and then?'\n\n", url, channel)
+	interactive := isTerminal(d.stdin)
+	fmt.Fprintf(d.stdout, "ahp-bridge demo — a bridge is running at %s\n", d.url)
+	fmt.Fprintf(d.stdout, "Join this session from another terminal while the demo runs:\n")
+	fmt.Fprintf(d.stdout, "  %s client '%s' --session %s 'and then?'\n", d.join, d.url, channel)
+	fmt.Fprintf(d.stdout, "      sends a prompt, queued until the running turn ends\n")
+	fmt.Fprintf(d.stdout, "  %s client '%s' --session %s\n", d.join, d.url, channel)
+	fmt.Fprintf(d.stdout, "      follows the session and answers its questions, until Ctrl-C\n\n")
 
 	if !interactive {
-		fmt.Fprintf(stdout, "(No terminal to ask: a second client, demo-auto-approver, approves each tool call after %d seconds.)\n\n", int(demoCountdown/time.Second))
+		fmt.Fprintf(d.stdout, "(No terminal to ask: a second client, demo-auto-approver, approves each tool call after %d seconds,\n", int(demoCountdown/time.Second))
+		fmt.Fprintf(d.stdout, "and the demo ends once no turn is running or queued.)\n\n")
 		// Nobody to ask: a second client approves after a countdown, which
 		// also shows two clients sharing one session.
 		approverCtx, stopApprover := context.WithCancel(ctx)
-		defer stopApprover()
-		go autoApprove(approverCtx, url, channel, log)
+		approverDone := make(chan struct{})
+		go func() {
+			defer close(approverDone)
+			autoApprove(approverCtx, d.url, channel, d.log)
+		}()
+		defer func() { stopApprover(); <-approverDone }()
 	}
 
-	fmt.Fprintf(stdout, "You: %s\n\n", demoPrompt)
+	fmt.Fprintf(d.stdout, "You: %s\n\n", demoPrompt)
 
-	sio := sessionIO{
-		Stdin:       stdin,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		Interactive: interactive,
-		Color:       isTerminal(stdout) && os.Getenv("NO_COLOR") == "",
-	}
-	interrupts, stopWatching := watchInterrupts(ctx)
+	interrupts, stopWatching := tui.WatchInterrupts(ctx)
 	defer stopWatching()
-	sio.Interrupts = interrupts
-	opts := clientOptions{URL: url, Session: channel, Prompt: demoPrompt}
-	code := runClientSession(context.WithoutCancel(ctx), c, opts, sio)
-	if code == exitOK {
-		fmt.Fprintf(stdout, "\nDemo complete. Point your own AHP client at an `ahp-bridge serve` with real agents: see README.md.\n")
+	sio := tui.IO{
+		Stdin:       d.stdin,
+		Stdout:      d.stdout,
+		Stderr:      d.stderr,
+		Interactive: interactive,
+		Color:       isTerminal(d.stdout) && os.Getenv("NO_COLOR") == "",
+		Interrupts:  interrupts,
+		Name:        "ahp-bridge demo",
 	}
-	return code, nil
+	// Ctrl-C reaches the session through interrupts; its context stays.
+	ctx = context.WithoutCancel(ctx)
+	s, err := tui.Open(ctx, c, tui.Options{Session: channel}, sio)
+	if err != nil {
+		if errors.Is(err, tui.ErrInterrupted) {
+			return tui.ExitCancelled, nil
+		}
+		return exitError, err
+	}
+	defer s.Close()
+	code, err := s.Prompt(ctx, demoPrompt)
+	if code != exitOK || err != nil {
+		return code, err
+	}
+	fmt.Fprintf(d.stdout, "\nDemo complete. Point your own AHP client at an `ahp-bridge serve` with real agents: see README.md.\n")
+	if interactive {
+		fmt.Fprintf(d.stdout, "The bridge keeps running for the join commands above; Ctrl-C ends the demo.\n\n")
+	}
+	// Show what joined clients do; without a terminal, only until the
+	// turns they queued are done.
+	return s.Follow(ctx, !interactive)
+}
+
+// joinPrefix is how to run this program from another terminal: through
+// `go run` when that is how it was started (its binary then lives in a
+// temporary build directory), else as it was invoked.
+func joinPrefix(exe, arg0 string) string {
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/ahp-bridge"
+	}
+	if arg0 == "" {
+		arg0 = exe
+	}
+	if strings.ContainsAny(arg0, " \t'\"\\$`*?[]{}();&|<>!#~") {
+		return shellQuote(arg0)
+	}
+	return arg0
 }
 
 // autoApprove is the demo's second client: it approves each tool call that
@@ -178,13 +268,16 @@ func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 	if _, err := c.Subscribe(ctx, channel); err != nil {
 		return
 	}
-	approved := map[string]bool{}
+	// Tool call ids are only unique within a turn: an agent may reuse
+	// them in the next one (the demo agent does).
+	type call struct{ turnID, toolCallID string }
+	approved := map[call]bool{}
 	for {
-		var turnID, toolCallID string
+		var next call
 		_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
 			for _, id := range client.PendingConfirmations(s) {
-				if !approved[id] {
-					turnID, toolCallID = s.ActiveTurn.ID, id
+				if k := (call{s.ActiveTurn.ID, id}); !approved[k] {
+					next = k
 					return true
 				}
 			}
@@ -193,7 +286,8 @@ func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 		if err != nil {
 			return
 		}
-		approved[toolCallID] = true
+		approved[next] = true
+		turnID, toolCallID := next.turnID, next.toolCallID
 		select {
 		case <-time.After(demoCountdown):
 		case <-ctx.Done():

@@ -28,15 +28,16 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage:
-  ahp-bridge serve  [--listen HOST:PORT] [--stdio] [--token TOKEN | --token-file FILE | --no-token]
-                    [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]... [--config FILE]
-                    [--approve ask|all|reads|none] [--replay-buffer N]
-                    [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
-                    [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N] [--max-pending-requests N]
-  ahp-bridge client URL [--provider ID] [--cwd DIR] [--session URI] [--approve-all|--deny-all] [--json] PROMPT...
-  ahp-bridge demo
-  ahp-bridge version
+const usage = `usage: ahp-bridge COMMAND [FLAGS] [ARGS]
+
+Commands:
+  serve       run the bridge: AHP clients in, ACP agents and agent-channel backends out
+  client      send a prompt to an AHP server, or follow one of its sessions
+  demo        run a bridge with a built-in scripted agent and one conversation
+  demo-agent  the built-in scripted ACP agent, on stdin/stdout
+  version     print the version and commit
+
+Run 'ahp-bridge help COMMAND' or 'ahp-bridge COMMAND --help' for a command's flags.
 `
 
 // run dispatches to a subcommand and returns the process exit code.
@@ -53,11 +54,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "demo":
 		return runDemo(ctx, args[1:], stdin, stdout, stderr)
 	case "demo-agent":
-		return runDemoAgent(ctx, stdin, stdout, stderr)
+		return runDemoAgent(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, versionString())
-		return exitOK
-	case "help", "-h", "--help":
+		return runVersion(args[1:], stdout, stderr)
+	case "help", "-h", "--help", "-help":
+		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
+			// Every command prints its own help for --help.
+			return run(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:

@@ -47,7 +47,7 @@ func dialStatus(t *testing.T, url string, header http.Header) (int, *websocket.C
 }
 
 func TestSecurityDefaultsFromConfig(t *testing.T) {
-	cfg, err := parseServeConfig(nil, io.Discard)
+	cfg, err := parseServeConfig(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:8081", cfg.Listen, "the default listen address is loopback")
 	assert.False(t, cfg.NoToken)
@@ -78,7 +78,7 @@ func TestSecurityDefaultsFromConfig(t *testing.T) {
 		{[]string{"--no-token", "--listen", "localhost:0"}, true},
 		{[]string{"--listen", "0.0.0.0:0"}, true}, // with the default random token
 	} {
-		_, err := parseServeConfig(tc.args, io.Discard)
+		_, err := parseServeConfig(tc.args)
 		if tc.ok {
 			assert.NoError(t, err, "%v", tc.args)
 			continue
@@ -229,16 +229,16 @@ func TestSecurityLimitFlagsAreValidated(t *testing.T) {
 		{[]string{"--max-subscriptions", "-5"}, "--max-subscriptions -5: must be at least 1"},
 		{[]string{"--max-pending-requests", "-1"}, "--max-pending-requests -1: must be at least 1"},
 	} {
-		_, err := parseServeConfig(tc.args, io.Discard)
+		_, err := parseServeConfig(tc.args)
 		var ue *usageError
 		require.ErrorAs(t, err, &ue, "%v", tc.args)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-	cfg, err := parseServeConfig([]string{"--max-subscriptions", "8", "--max-pending-requests", "3"}, io.Discard)
+	cfg, err := parseServeConfig([]string{"--max-subscriptions", "8", "--max-pending-requests", "3"})
 	require.NoError(t, err)
 	assert.Equal(t, 8, cfg.MaxSubscriptions)
 	assert.Equal(t, 3, cfg.MaxPendingRequests)
-	cfg, err = parseServeConfig(nil, io.Discard)
+	cfg, err = parseServeConfig(nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1024, cfg.MaxSubscriptions)
 	assert.Equal(t, 64, cfg.MaxPendingRequests)
@@ -246,12 +246,15 @@ func TestSecurityLimitFlagsAreValidated(t *testing.T) {
 	// The binary exits 2 on a bad limit, from a flag or the config file.
 	file := filepath.Join(t.TempDir(), "limits.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"maxPendingRequests": -2}`), 0o600))
-	for _, args := range [][]string{
-		{"serve", "--max-pending-requests", "0x"},
-		{"serve", "--config", file},
+	for _, tc := range []struct {
+		args []string
+		want string // a flag is named as a flag, a key of the file as a key
+	}{
+		{[]string{"serve", "--max-pending-requests", "0x"}, "--max-pending-requests"},
+		{[]string{"serve", "--config", file}, "maxPendingRequests"},
 	} {
-		code, _, errOut := runBin(t, 30*time.Second, "", args...)
-		assert.Equal(t, 2, code, "%v: %s", args, errOut)
-		assert.Contains(t, errOut, "max-pending-requests")
+		code, _, errOut := runBin(t, 30*time.Second, "", tc.args...)
+		assert.Equal(t, 2, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want)
 	}
 }

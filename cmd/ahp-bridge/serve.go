@@ -30,16 +30,13 @@ import (
 const shutdownGrace = 3 * time.Second
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseServeConfig(args, stderr)
+	cfg, fs, err := parseServe(args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+		var ue *usageError
+		if errors.Is(err, flag.ErrHelp) || errors.As(err, &ue) {
+			return parseProblem("serve", serveUsage, fs, err, stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "ahp-bridge serve: %v\n", err)
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
 		return exitError
 	}
 	log, err := newLogger(cfg, stderr)
@@ -106,14 +103,14 @@ func newServer(cfg Config, log zerolog.Logger) (*server, error) {
 	if cfg.WireLog != "" {
 		wl, err := openWireLog(cfg.WireLog, token)
 		if err != nil {
-			return nil, usagef("--wire-log: %v", err)
+			return nil, usagef("%s: %v", cfg.name("wireLog"), err)
 		}
 		s.wireLog = wl
 		opts.WireLog = wl.write
 	}
 	policy, err := mapping.ParsePolicy(cfg.Approve)
 	if err != nil {
-		return nil, usagef("--approve: %v", err)
+		return nil, usagef("%s: %v", cfg.name("approve"), err)
 	}
 	s.host = host.New(opts)
 	s.bridge = bridge.New(providers, bridge.Options{
@@ -133,7 +130,7 @@ func buildProviders(cfg Config, log zerolog.Logger) ([]backend.Provider, error) 
 	for _, a := range cfg.Agents {
 		words, err := splitCommand(a.Command)
 		if err != nil {
-			return nil, usagef("agent %s: command: %v", a.ID, err)
+			return nil, usagef("agent %s: the command %v", a.ID, err)
 		}
 		words = append(words, a.Args...)
 		env := make([]string, 0, len(a.Env))
@@ -173,11 +170,11 @@ func resolveToken(cfg Config) (string, error) {
 	case cfg.TokenFile != "":
 		b, err := os.ReadFile(cfg.TokenFile)
 		if err != nil {
-			return "", usagef("--token-file: %v", err)
+			return "", usagef("%s: %v", cfg.name("tokenFile"), err)
 		}
 		t := strings.TrimSpace(string(b))
 		if t == "" {
-			return "", usagef("--token-file %s: the file is empty", cfg.TokenFile)
+			return "", usagef("%s %s: the file is empty", cfg.name("tokenFile"), cfg.TokenFile)
 		}
 		return t, nil
 	default:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 )
 
@@ -34,4 +35,22 @@ func versionString() string {
 		rev = commit
 	}
 	return fmt.Sprintf("ahp-bridge %s (commit %s)", version, rev)
+}
+
+const versionUsage = `usage: ahp-bridge version
+
+Prints the module version and the commit the binary was built from.
+`
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version")
+	err := parseFlags(fs, args)
+	if err == nil && fs.NArg() > 0 {
+		err = argErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		return parseProblem("version", versionUsage, fs, err, stdout, stderr)
+	}
+	fmt.Fprintln(stdout, versionString())
+	return exitOK
 }

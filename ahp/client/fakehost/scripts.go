@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // DefaultScript picks a behaviour from the first word of the prompt:
 //
 //   - "tool": reasons, asks to run a tool ("Read file") with two options
 //     ("Allow once", "Reject"), runs it when approved, then answers;
-//   - "fail": ends the turn with session/error;
+//   - "fail": ends the turn with chat/error;
 //   - "ask": asks a single-select and a text question, then repeats the answers;
 //   - "result": runs a tool without asking, then asks whether its result
 //     may be used;
@@ -24,7 +24,7 @@ func DefaultScript(ctx context.Context, t *Turn) {
 	case "tool":
 		ToolScript(ctx, t)
 	case "fail":
-		t.Emit(&wire.SessionErrorAction{TurnID: t.ID, Error: wire.ErrorInfo{ErrorType: "agentError", Message: "the agent crashed"}})
+		t.Emit(&wire.ChatErrorAction{TurnID: t.ID, Duration: t.Duration(), Error: wire.ErrorInfo{ErrorType: "agentError", Message: "the agent crashed"}})
 	case "ask":
 		AskScript(ctx, t)
 	case "result":
@@ -39,25 +39,25 @@ func DefaultScript(ctx context.Context, t *Turn) {
 
 // EchoScript answers "echo: PROMPT" in two deltas.
 func EchoScript(_ context.Context, t *Turn) {
-	t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-1", Content: ""})})
-	t.Emit(&wire.SessionDeltaAction{TurnID: t.ID, PartID: "md-1", Content: "echo: "})
-	t.Emit(&wire.SessionDeltaAction{TurnID: t.ID, PartID: "md-1", Content: t.Text})
-	t.Emit(&wire.SessionTurnCompleteAction{TurnID: t.ID})
+	t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-1", Content: ""})})
+	t.Emit(&wire.ChatDeltaAction{TurnID: t.ID, PartID: "md-1", Content: "echo: "})
+	t.Emit(&wire.ChatDeltaAction{TurnID: t.ID, PartID: "md-1", Content: t.Text})
+	t.Complete()
 }
 
 // Say adds a markdown part with text.
 func (t *Turn) Say(text string) {
 	t.said++
 	id := fmt.Sprintf("say-%d", t.said)
-	t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: id, Content: text})})
+	t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: id, Content: text})})
 }
 
 // ToolScript asks for permission to run a tool and acts on the answer.
 func ToolScript(ctx context.Context, t *Turn) {
-	t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "think-1", Content: ""})})
-	t.Emit(&wire.SessionReasoningAction{TurnID: t.ID, PartID: "think-1", Content: "I should read\nthe file."})
-	t.Emit(&wire.SessionToolCallStartAction{TurnID: t.ID, ToolCallID: "tc-1", ToolName: "read", DisplayName: "Read file"})
-	t.Emit(&wire.SessionToolCallReadyAction{
+	t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "think-1", Content: ""})})
+	t.Emit(&wire.ChatReasoningAction{TurnID: t.ID, PartID: "think-1", Content: "I should read\nthe file."})
+	t.Emit(&wire.ChatToolCallStartAction{TurnID: t.ID, ToolCallID: "tc-1", ToolName: "read", DisplayName: "Read file"})
+	t.Emit(&wire.ChatToolCallReadyAction{
 		TurnID:            t.ID,
 		ToolCallID:        "tc-1",
 		InvocationMessage: wire.PlainText("Read README.md"),
@@ -69,9 +69,9 @@ func ToolScript(ctx context.Context, t *Turn) {
 	})
 	a, err := t.Await(ctx, func(a wire.StateAction) bool {
 		switch v := a.Value.(type) {
-		case *wire.SessionToolCallApprovedAction:
+		case *wire.ChatToolCallApprovedAction:
 			return v.ToolCallID == "tc-1"
-		case *wire.SessionToolCallDeniedAction:
+		case *wire.ChatToolCallDeniedAction:
 			return v.ToolCallID == "tc-1"
 		}
 		return false
@@ -79,12 +79,12 @@ func ToolScript(ctx context.Context, t *Turn) {
 	if err != nil {
 		return
 	}
-	if _, approved := a.Value.(*wire.SessionToolCallApprovedAction); !approved {
-		t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-2", Content: "Not reading it, then."})})
-		t.Emit(&wire.SessionTurnCompleteAction{TurnID: t.ID})
+	if _, approved := a.Value.(*wire.ChatToolCallApprovedAction); !approved {
+		t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-2", Content: "Not reading it, then."})})
+		t.Complete()
 		return
 	}
-	t.Emit(&wire.SessionToolCallCompleteAction{
+	t.Emit(&wire.ChatToolCallCompleteAction{
 		TurnID:     t.ID,
 		ToolCallID: "tc-1",
 		Result: wire.ToolCallResult{
@@ -93,37 +93,34 @@ func ToolScript(ctx context.Context, t *Turn) {
 			Content:          []wire.ToolResultContent{wire.NewToolResultContent(&wire.ToolResultTextContent{Text: "# Title\nSome text."})},
 		},
 	})
-	t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-2", Content: "The README has a title."})})
-	t.Emit(&wire.SessionTurnCompleteAction{TurnID: t.ID})
+	t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "md-2", Content: "The README has a title."})})
+	t.Complete()
 }
 
 // AskScript asks two questions and repeats the answers.
 func AskScript(ctx context.Context, t *Turn) {
-	t.Emit(&wire.SessionInputRequestedAction{Request: wire.SessionInputRequest{
+	t.Emit(&wire.ChatInputRequestedAction{Request: wire.ChatInputRequest{
 		ID:      "in-1",
 		Message: wire.Ptr("A few questions"),
-		Questions: []wire.SessionInputQuestion{
-			wire.NewSessionInputQuestion(&wire.SessionInputSingleSelectQuestion{
+		Questions: []wire.ChatInputQuestion{
+			wire.NewChatInputQuestion(&wire.ChatInputSingleSelectQuestion{
 				ID: "color", Message: "Favourite colour?", Required: wire.Ptr(true),
-				Kind: wire.SessionInputQuestionKindSingleSelect,
-				Options: []wire.SessionInputOption{
+				Options: []wire.ChatInputOption{
 					{ID: "red", Label: "Red"},
 					{ID: "blue", Label: "Blue", Recommended: wire.Ptr(true)},
 				},
 			}),
-			wire.NewSessionInputQuestion(&wire.SessionInputTextQuestion{
-				ID: "name", Message: "Your name?", Kind: wire.SessionInputQuestionKindText,
-			}),
+			wire.NewChatInputQuestion(&wire.ChatInputTextQuestion{ID: "name", Message: "Your name?"}),
 		},
 	}})
 	a, err := t.Await(ctx, func(a wire.StateAction) bool {
-		v, ok := a.Value.(*wire.SessionInputCompletedAction)
+		v, ok := a.Value.(*wire.ChatInputCompletedAction)
 		return ok && v.RequestID == "in-1"
 	})
 	if err != nil {
 		return
 	}
-	done := a.Value.(*wire.SessionInputCompletedAction)
+	done := a.Value.(*wire.ChatInputCompletedAction)
 	var parts []string
 	for _, q := range []string{"color", "name"} {
 		ans, ok := done.Answers[q]
@@ -131,40 +128,40 @@ func AskScript(ctx context.Context, t *Turn) {
 			continue
 		}
 		switch v := ans.Value.(type) {
-		case *wire.SessionInputAnswered:
+		case *wire.ChatInputAnswered:
 			switch x := v.Value.Value.(type) {
-			case *wire.SessionInputSelectedAnswerValue:
+			case *wire.ChatInputSelectedAnswerValue:
 				parts = append(parts, q+"="+x.Value)
-			case *wire.SessionInputTextAnswerValue:
+			case *wire.ChatInputTextAnswerValue:
 				parts = append(parts, q+"="+x.Value)
 			}
-		case *wire.SessionInputSkipped:
+		case *wire.ChatInputSkipped:
 			parts = append(parts, q+" skipped")
 		}
 	}
-	t.Emit(&wire.SessionResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{
+	t.Emit(&wire.ChatResponsePartAction{TurnID: t.ID, Part: wire.NewResponsePart(&wire.MarkdownResponsePart{
 		ID: "md-2", Content: fmt.Sprintf("%s: %s", done.Response, strings.Join(parts, ", "))})})
-	t.Emit(&wire.SessionTurnCompleteAction{TurnID: t.ID})
+	t.Complete()
 }
 
 // ResultScript runs a tool that needs its result confirmed.
 func ResultScript(ctx context.Context, t *Turn) {
-	t.Emit(&wire.SessionToolCallStartAction{TurnID: t.ID, ToolCallID: "tc-r", ToolName: "search", DisplayName: "Search"})
-	t.Emit(&wire.SessionToolCallReadyAction{TurnID: t.ID, ToolCallID: "tc-r", InvocationMessage: wire.PlainText("Search the web"),
+	t.Emit(&wire.ChatToolCallStartAction{TurnID: t.ID, ToolCallID: "tc-r", ToolName: "search", DisplayName: "Search"})
+	t.Emit(&wire.ChatToolCallReadyAction{TurnID: t.ID, ToolCallID: "tc-r", InvocationMessage: wire.PlainText("Search the web"),
 		Confirmed: wire.Ptr(wire.ToolCallConfirmationReasonNotNeeded)})
-	t.Emit(&wire.SessionToolCallCompleteAction{TurnID: t.ID, ToolCallID: "tc-r", RequiresResultConfirmation: wire.Ptr(true),
+	t.Emit(&wire.ChatToolCallCompleteAction{TurnID: t.ID, ToolCallID: "tc-r", RequiresResultConfirmation: wire.Ptr(true),
 		Result: wire.ToolCallResult{Success: true, PastTenseMessage: wire.PlainText("Searched the web")}})
 	a, err := t.Await(ctx, func(a wire.StateAction) bool {
-		v, ok := a.Value.(*wire.SessionToolCallResultConfirmedAction)
+		v, ok := a.Value.(*wire.ChatToolCallResultConfirmedAction)
 		return ok && v.ToolCallID == "tc-r"
 	})
 	if err != nil {
 		return
 	}
 	verdict := "result rejected"
-	if a.Value.(*wire.SessionToolCallResultConfirmedAction).Approved {
+	if a.Value.(*wire.ChatToolCallResultConfirmedAction).Approved {
 		verdict = "result accepted"
 	}
 	t.Say(verdict)
-	t.Emit(&wire.SessionTurnCompleteAction{TurnID: t.ID})
+	t.Complete()
 }

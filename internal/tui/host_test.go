@@ -1,0 +1,121 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/acp"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+)
+
+// These tests run the client against the real host and bridge, with the
+// scripted ACP agent (`ahp-bridge demo-agent`) as a subprocess: what the
+// fake host does not do — consume queued messages, publish terminals.
+
+func startBridge(t *testing.T) *bridgetest.Env {
+	t.Helper()
+	bin := bridgetest.Binary(t)
+	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bin, "demo-agent"}}, zerolog.Nop())
+	return bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+}
+
+func dialEnv(t *testing.T, e *bridgetest.Env) *client.Client {
+	t.Helper()
+	c, err := client.Dial(t.Context(), e.URL, client.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.Initialize(t.Context())
+	require.NoError(t, err)
+	return c
+}
+
+// TestQueuedPromptRunsAfterTheRunningTurn: the demo's join hint, `client
+// URL --session S 'and then?'` while a turn runs, queues the prompt; the
+// host starts it when the turn ends and the client shows it to the end.
+func TestQueuedPromptRunsAfterTheRunningTurn(t *testing.T) {
+	e := startBridge(t)
+	owner := e.Client(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# Demo\n"), 0o644))
+	uri := bridgetest.CreateSession(t, owner, "script", dir)
+	first := bridgetest.StartTurn(t, owner, uri, "permission")
+	toolCall := bridgetest.WaitPendingTool(t, owner, uri, waitTimeout)
+
+	out, errOut, done := startRun(t, dialEnv(t, e), Options{Session: uri}, "echo and then?", IO{Interrupts: make(chan struct{})})
+	st, err := owner.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(s.QueuedMessages) == 1 })
+	require.NoError(t, err, "the prompt was not queued; stderr:\n%s", errOut.String())
+	assert.Equal(t, "echo and then?", st.QueuedMessages[0].Message.Text)
+
+	_, err = owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
+		TurnID: first, ToolCallID: toolCall, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, ExitOK, waitCode(t, done), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	assertInOrder(t, out.String(), []string{"» permission\n", "selected: allow-once", "echo and then?\n"})
+	assert.NotContains(t, out.String(), "» echo and then?", "our own prompt is not echoed back")
+	assert.Contains(t, errOut.String(), "your message is queued")
+}
+
+// TestCommandOutputIsShown: a tool call that runs a command in a client
+// terminal shows what the command printed, not just the terminal's URI.
+func TestCommandOutputIsShown(t *testing.T) {
+	e := startBridge(t)
+	r := runOnEnv(t, e, Options{Cwd: t.TempDir(), ApproveAll: true}, "terminal echo first-line; echo second-line")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assertInOrder(t, r.stdout, []string{"⚙ echo first-line; echo second-line\n", "    first-line\n    second-line\n"})
+	assert.NotContains(t, r.stdout, "[terminal ")
+}
+
+func runOnEnv(t *testing.T, e *bridgetest.Env, opts Options, prompt string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	var stdout, stderr strings.Builder
+	code := Run(ctx, dialEnv(t, e), opts, prompt, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Interrupts: make(chan struct{})})
+	return run{code, stdout.String(), stderr.String()}
+}
+
+// TestFollowUntilIdleWaitsForQueuedTurns: the demo without a terminal
+// stays up while a joined client's queued prompt waits or runs. The host
+// takes a queued message (pendingMessageRemoved) before it starts its turn;
+// the session is not idle in between.
+func TestFollowUntilIdleWaitsForQueuedTurns(t *testing.T) {
+	e := startBridge(t)
+	owner := e.Client(t)
+	uri := bridgetest.CreateSession(t, owner, "script", t.TempDir())
+	first := bridgetest.StartTurn(t, owner, uri, "permission")
+	toolCall := bridgetest.WaitPendingTool(t, owner, uri, waitTimeout)
+	_, err := owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionPendingMessageSetAction{
+		Kind: wire.PendingMessageKindQueued, ID: "q-1", Message: userMessage("echo queued"),
+	}))
+	require.NoError(t, err)
+
+	var out, errOut syncBuffer
+	s, err := Open(t.Context(), dialEnv(t, e), Options{Session: uri}, IO{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Interrupts: make(chan struct{}),
+	})
+	require.NoError(t, err)
+	defer s.Close()
+	done := make(chan int, 1)
+	go func() {
+		code, _ := s.Follow(t.Context(), true)
+		done <- code
+	}()
+	_, err = owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
+		TurnID: first, ToolCallID: toolCall, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, ExitOK, waitCode(t, done), "stderr:\n%s", errOut.String())
+	assert.Len(t, s.state.Turns, 2, "Follow returned before the queued turn ran; output:\n%s", out.String())
+	assertInOrder(t, out.String(), []string{"» permission\n", "selected: allow-once", "» echo queued\n", "echo queued\n"})
+}

@@ -1,0 +1,361 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Checkpoint policy defaults: a streaming turn is written at least this
+// often, and sooner once this much new content is waiting.
+const (
+	DefaultCheckpointInterval = 250 * time.Millisecond
+	DefaultCheckpointBytes    = 64 << 10
+)
+
+// CheckpointerOptions tunes a Checkpointer. The zero value is the policy the
+// issue asks for: every 250 ms or 64 KiB.
+type CheckpointerOptions struct {
+	// Interval bounds how long a change waits before it is written.
+	Interval time.Duration
+	// MaxBytes of new content, summed over all chats, trigger a write at
+	// once.
+	MaxBytes int
+	// OnError, if set, is called on the checkpointer's goroutine with each
+	// failed write (the host logs it, rate-limited, and shows a warning).
+	// Failed checkpoints are kept and retried with the next write.
+	OnError func(error)
+
+	// after arms the interval timer; tests replace it with a manual clock.
+	after func(time.Duration) <-chan time.Time
+	// flushed, if set, is called after each write attempt, for tests.
+	flushed func(written int, err error)
+}
+
+// Checkpointer writes streaming turns' checkpoints off the caller's
+// goroutine. Put and PutFunc never block on I/O: they record the newest
+// state of a chat's active turn and return; a goroutine owned by the
+// Checkpointer writes what is pending, all chats in one transaction, within
+// Interval of the first unwritten change or as soon as MaxBytes of new
+// content are waiting, whichever comes first. Only the latest state of each
+// chat is written; intermediate ones are skipped.
+//
+// What a crash can lose is what was put in the last Interval (plus the
+// duration of a write in progress), and never more than MaxBytes of new
+// content beyond a write in progress.
+type Checkpointer struct {
+	st       Store
+	interval time.Duration
+	maxBytes int
+	onError  func(error)
+	after    func(time.Duration) <-chan time.Time
+	flushed  func(int, error)
+
+	ctx    context.Context // the timed writes'; cancelled by shutdown
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	pending map[string]*pendingCheckpoint // chat → newest unwritten state
+	known   map[string]chatGrowth         // chat → what the last Put looked like
+	bytes   int                           // new content pending, summed
+	closed  bool
+	stats   CheckpointerStats
+
+	wake     chan struct{}     // Put → loop: something new (capacity 1)
+	flushReq chan flushRequest // Flush → loop
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+type pendingCheckpoint struct {
+	turnID   string
+	data     json.RawMessage
+	snapshot func() (json.RawMessage, error)
+	grew     int
+	at       time.Time
+}
+
+type chatGrowth struct {
+	turnID string
+	size   int
+}
+
+type flushRequest struct {
+	ctx   context.Context
+	reply chan error
+}
+
+// CheckpointerStats counts what a Checkpointer did.
+type CheckpointerStats struct {
+	// Puts counts Put and PutFunc calls.
+	Puts uint64
+	// Flushes counts successful write transactions; Written the
+	// checkpoints they carried.
+	Flushes, Written uint64
+	// Failures counts failed writes and failed snapshots.
+	Failures uint64
+	// LastError is the most recent failure.
+	LastError error
+}
+
+// NewCheckpointer starts a Checkpointer writing to st. Close stops it.
+func NewCheckpointer(st Store, opt CheckpointerOptions) *Checkpointer {
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultCheckpointInterval
+	}
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultCheckpointBytes
+	}
+	if opt.after == nil {
+		opt.after = time.After
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Checkpointer{
+		st: st, interval: opt.Interval, maxBytes: opt.MaxBytes, onError: opt.OnError,
+		after: opt.after, flushed: opt.flushed,
+		ctx: ctx, cancel: cancel,
+		pending:  make(map[string]*pendingCheckpoint),
+		known:    make(map[string]chatGrowth),
+		wake:     make(chan struct{}, 1),
+		flushReq: make(chan flushRequest),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go c.run()
+	return c
+}
+
+// Put records data as the newest state of the active turn turnID of chat.
+// The Checkpointer keeps data until it is written: the caller must not
+// change it afterwards. New content is measured as the growth of data since
+// the chat's previous Put (all of it for a new turn).
+func (c *Checkpointer) Put(chatURI, turnID string, data json.RawMessage) {
+	c.mu.Lock()
+	prev, ok := c.known[chatURI]
+	grew := len(data)
+	if ok && prev.turnID == turnID {
+		grew = max(0, len(data)-prev.size)
+	}
+	c.known[chatURI] = chatGrowth{turnID: turnID, size: len(data)}
+	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, data: data, grew: grew, at: time.Now()})
+}
+
+// PutFunc records that the active turn turnID of chat grew by grew bytes,
+// without encoding it: snapshot is called later, on the Checkpointer's
+// goroutine and only for the state actually written, to encode the turn as
+// it is then. This keeps a stream of small deltas from encoding a growing
+// turn once per delta. snapshot may take the session's lock; the
+// Checkpointer holds none of its own while calling it.
+func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (json.RawMessage, error)) {
+	c.mu.Lock()
+	c.known[chatURI] = chatGrowth{turnID: turnID}
+	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, snapshot: snapshot, grew: max(0, grew), at: time.Now()})
+}
+
+// enqueueLocked is called with c.mu held and releases it.
+func (c *Checkpointer) enqueueLocked(chatURI string, p *pendingCheckpoint) {
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.stats.Puts++
+	wasIdle := len(c.pending) == 0
+	if old := c.pending[chatURI]; old != nil {
+		p.grew += old.grew
+		c.bytes -= old.grew
+	}
+	c.pending[chatURI] = p
+	c.bytes += p.grew
+	full := c.bytes >= c.maxBytes
+	c.mu.Unlock()
+	// The loop only needs waking to arm its timer or to write early.
+	if wasIdle || full {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Forget drops whatever is pending for chat: its turn has ended, and the
+// completed turn (AppendTurn) supersedes any checkpoint. A checkpoint
+// already being written when Forget is called is discarded by the store.
+func (c *Checkpointer) Forget(chatURI string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pending[chatURI]; p != nil {
+		c.bytes -= p.grew
+		delete(c.pending, chatURI)
+	}
+	delete(c.known, chatURI)
+}
+
+// Flush writes everything pending now and returns the write's error.
+func (c *Checkpointer) Flush(ctx context.Context) error {
+	req := flushRequest{ctx: ctx, reply: make(chan error, 1)}
+	select {
+	case c.flushReq <- req:
+	case <-c.done:
+		return fmt.Errorf("flushing checkpoints: %w", ErrClosed)
+	case <-ctx.Done():
+		return fmt.Errorf("flushing checkpoints: %w", ctx.Err())
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("flushing checkpoints: %w", ctx.Err())
+	}
+}
+
+// Close writes what is pending, then stops the Checkpointer; later Puts are
+// ignored. It returns the last write's error.
+func (c *Checkpointer) Close(ctx context.Context) error {
+	err := c.Flush(ctx)
+	if errors.Is(err, ErrClosed) {
+		err = nil
+	}
+	c.shutdown()
+	return err
+}
+
+// shutdown stops the loop without writing what is pending: Close after the
+// final write, and tests simulating a crash.
+func (c *Checkpointer) shutdown() {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.stop)
+		c.cancel()
+	})
+	<-c.done
+}
+
+// Stats reports what the Checkpointer did so far.
+func (c *Checkpointer) Stats() CheckpointerStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+func (c *Checkpointer) run() {
+	defer close(c.done)
+	var timer <-chan time.Time // armed while something is pending
+	// failing stops writing early on size while writes fail: retries then
+	// come once per interval, not once per Put.
+	failing := false
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+			if !failing && c.over() {
+				failing = c.flush(c.ctx) != nil
+				timer = nil
+			}
+		case <-timer:
+			timer = nil
+			failing = c.flush(c.ctx) != nil
+		case req := <-c.flushReq:
+			err := c.flush(req.ctx)
+			failing = err != nil
+			req.reply <- err
+			timer = nil
+		}
+		// Arm on the first unwritten change and never push the deadline
+		// back: a steady stream must still be written every interval.
+		if timer == nil && c.hasPending() {
+			timer = c.after(c.interval)
+		}
+	}
+}
+
+func (c *Checkpointer) over() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes >= c.maxBytes
+}
+
+func (c *Checkpointer) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// flush writes the pending checkpoints in one transaction. On failure they
+// go back to pending, unless a newer state or a Forget came meanwhile, so
+// that the next write carries them.
+func (c *Checkpointer) flush(ctx context.Context) error {
+	c.mu.Lock()
+	batch := c.pending
+	if len(batch) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.pending = make(map[string]*pendingCheckpoint, len(batch))
+	c.bytes = 0
+	c.mu.Unlock()
+
+	chats := make([]string, 0, len(batch))
+	for chat := range batch {
+		chats = append(chats, chat)
+	}
+	sort.Strings(chats) // a stable order makes failures reproducible
+	cps := make([]Checkpoint, 0, len(batch))
+	var snapErrs []error
+	for _, chat := range chats {
+		p := batch[chat]
+		data := p.data
+		if p.snapshot != nil {
+			var err error
+			if data, err = p.snapshot(); err != nil {
+				snapErrs = append(snapErrs, fmt.Errorf("encoding the active turn %s of chat %s: %w", p.turnID, chat, err))
+				continue
+			}
+		}
+		cps = append(cps, Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: data, Updated: p.at})
+	}
+	var err error
+	if len(cps) > 0 {
+		err = c.st.PutCheckpoints(ctx, cps)
+	}
+
+	c.mu.Lock()
+	if err == nil && len(cps) > 0 {
+		c.stats.Flushes++
+		c.stats.Written += uint64(len(cps))
+	} else if err != nil {
+		c.stats.Failures++
+		c.stats.LastError = err
+		for chat, p := range batch {
+			if _, newer := c.pending[chat]; newer {
+				continue
+			}
+			if k, ok := c.known[chat]; !ok || k.turnID != p.turnID {
+				continue // forgotten, or a new turn started
+			}
+			c.pending[chat] = p
+			c.bytes += p.grew
+		}
+	}
+	for _, e := range snapErrs {
+		c.stats.Failures++
+		c.stats.LastError = e
+	}
+	c.mu.Unlock()
+
+	err = errors.Join(append([]error{err}, snapErrs...)...)
+	if err != nil && c.onError != nil {
+		c.onError(err)
+	}
+	if c.flushed != nil {
+		c.flushed(len(cps), err)
+	}
+	return err
+}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// migration moves the schema from version n-1 to n, where n is its place in
+// the list (1-based). Migrations only ever go forward; a file written by a
+// newer ahp-bridge is moved aside rather than guessed at.
+type migration struct {
+	name string
+	sql  string
+}
+
+// migrations is the schema's history. Append, never edit: a file at version n
+// has run exactly the first n entries.
+var migrations = []migration{
+	{name: "catalogue, chats, turns, checkpoints and the serverSeq high-water mark", sql: schemaV1},
+}
+
+// schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
+// they sort as integers and round-trip exactly. JSON is stored as BLOB so the
+// bytes come back exactly as given.
+const schemaV1 = `
+CREATE TABLE sessions (
+	uri          TEXT    PRIMARY KEY,
+	provider     TEXT    NOT NULL,
+	title        TEXT    NOT NULL,
+	working_dirs TEXT    NOT NULL, -- JSON array of strings
+	config       BLOB,
+	summary      BLOB,
+	created_ns   INTEGER NOT NULL,
+	modified_ns  INTEGER NOT NULL
+);
+-- listSessions: most recently modified first, keyset-paged on (modified_ns, uri).
+CREATE INDEX sessions_by_modified ON sessions (modified_ns, uri);
+
+CREATE TABLE chats (
+	uri            TEXT    PRIMARY KEY,
+	session_uri    TEXT    NOT NULL REFERENCES sessions (uri) ON DELETE CASCADE,
+	acp_session_id TEXT    NOT NULL,
+	summary        BLOB,
+	created_ns     INTEGER NOT NULL
+);
+CREATE INDEX chats_by_session ON chats (session_uri, created_ns);
+
+-- idx numbers a chat's turns 1, 2, 3… in completion order; fetchTurns pages
+-- backwards on it.
+CREATE TABLE turns (
+	chat_uri TEXT    NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+	idx      INTEGER NOT NULL,
+	turn_id  TEXT    NOT NULL,
+	ended_ns INTEGER NOT NULL,
+	data     BLOB    NOT NULL,
+	UNIQUE (chat_uri, idx),
+	UNIQUE (chat_uri, turn_id)
+);
+
+-- At most one active turn per chat, replaced on each checkpoint.
+CREATE TABLE checkpoints (
+	chat_uri   TEXT    PRIMARY KEY REFERENCES chats (uri) ON DELETE CASCADE,
+	turn_id    TEXT    NOT NULL,
+	updated_ns INTEGER NOT NULL,
+	data       BLOB    NOT NULL
+);
+
+-- One row: every serverSeq ever handed out is at most high_water.
+CREATE TABLE seq (
+	id         INTEGER PRIMARY KEY CHECK (id = 1),
+	high_water INTEGER NOT NULL
+);
+INSERT INTO seq (id, high_water) VALUES (1, 0);
+`
+
+// versionTable records the schema version; it exists before migration 1 so
+// that an empty file reads as version 0.
+const versionTable = `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`
+
+// schemaTooNewError is a file written by a newer ahp-bridge.
+type schemaTooNewError struct{ have, know int }
+
+func (e *schemaTooNewError) Error() string {
+	return fmt.Sprintf("its schema version %d is newer than the %d this ahp-bridge knows", e.have, e.know)
+}
+
+// foreignDatabaseError is a valid SQLite file that ahp-bridge did not write.
+// It is refused, not moved: it is somebody's data.
+type foreignDatabaseError struct {
+	path   string
+	tables []string
+}
+
+func (e *foreignDatabaseError) Error() string {
+	return fmt.Sprintf("%s is a SQLite database but not an ahp-bridge state file (it has tables %s); refusing to change it",
+		e.path, strings.Join(e.tables, ", "))
+}
+
+// querier is what reading the schema version needs: a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// schemaVersion reads the file's schema version: 0 for an empty file.
+func schemaVersion(ctx context.Context, q querier, path string) (int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		return 0, fmt.Errorf("reading the tables of %s: %w", path, err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("reading the tables of %s: %w", path, err)
+		}
+		tables = append(tables, name)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, fmt.Errorf("reading the tables of %s: %w", path, err)
+	}
+	if len(tables) == 0 {
+		return 0, nil
+	}
+	hasVersion := false
+	for _, t := range tables {
+		hasVersion = hasVersion || t == "schema_version"
+	}
+	if !hasVersion {
+		return 0, &foreignDatabaseError{path: path, tables: tables}
+	}
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("reading the schema version of %s: %w", path, err)
+	}
+	return int(v.Int64), nil
+}
+
+// migrate brings the file at db up to len(ms), one transaction per step, so
+// that a step that fails leaves the file at the version before it.
+func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error {
+	// Read before creating anything, so that a foreign database is refused
+	// untouched.
+	have, err := schemaVersion(ctx, db, path)
+	if err != nil {
+		return err
+	}
+	if have > len(ms) {
+		return &schemaTooNewError{have: have, know: len(ms)}
+	}
+	if _, err := db.ExecContext(ctx, versionTable); err != nil {
+		return fmt.Errorf("creating the schema version table in %s: %w", path, err)
+	}
+	for v := have + 1; v <= len(ms); v++ {
+		if err := migrateStep(ctx, db, v, ms[v-1]); err != nil {
+			return fmt.Errorf("migrating %s from schema version %d to %d (%s): %w", path, v-1, v, ms[v-1].name, err)
+		}
+	}
+	return nil
+}
+
+func migrateStep(ctx context.Context, db *sql.DB, v int, m migration) (err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tx.Rollback())
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,1002 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+)
+
+// SQLite result codes the store tells apart (primary codes unless noted).
+const (
+	sqliteCorrupt      = 11
+	sqliteFull         = 13
+	sqliteNotADB       = 26
+	sqliteConstraintFK = 787 // extended: SQLITE_CONSTRAINT_FOREIGNKEY
+)
+
+// Options tunes Open. The zero value is what the bridge uses.
+type Options struct {
+	// ReadOnly opens an existing file for inspection, for example by
+	// `ahp-bridge sessions list` while a bridge is running: no lock is taken
+	// and nothing is migrated, moved or written (writes fail with
+	// ErrReadOnly).
+	ReadOnly bool
+	// BusyTimeout bounds how long a statement waits for SQLite's own locks,
+	// which other connections (readers, an inspector, a checkpoint) hold
+	// only briefly; zero means 5 s.
+	BusyTimeout time.Duration
+	// Readers bounds the connections serving reads; zero means 4. Each holds
+	// its own page cache of at most 2 MiB.
+	Readers int
+
+	// now names the corrupt-<time> file; nil means time.Now.
+	now func() time.Time
+	// migrations replaces the schema history in tests; nil means the real one.
+	migrations []migration
+	// rename moves files aside; tests make it fail. nil means os.Rename.
+	rename func(oldpath, newpath string) error
+	// walEvery delays the background WAL checkpoint; zero means
+	// walCheckpointDelay.
+	walEvery time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.migrations == nil {
+		o.migrations = migrations
+	}
+	if o.rename == nil {
+		o.rename = os.Rename
+	}
+	if o.walEvery <= 0 {
+		o.walEvery = walCheckpointDelay
+	}
+	return o
+}
+
+// SQLite is the Store kept in one SQLite file, through the pure-Go driver
+// modernc.org/sqlite (no cgo). Every write goes through a single connection,
+// so writers queue in Go instead of spinning on SQLite's busy handler; reads
+// use a small pool of their own, which WAL lets run beside the writer.
+type SQLite struct {
+	path     string
+	readOnly bool
+	w        *sql.DB // one connection; nil when read-only
+	r        *sql.DB
+	lock     *fileLock
+	moved    *MovedAside
+	closed   atomic.Bool
+	closeMu  sync.Mutex
+
+	healthMu sync.Mutex
+	health   Health
+
+	ws writeStmts
+	rs readStmts
+
+	// WAL checkpoints run off the write path; see runWALCheckpoints.
+	ck        *sql.DB // one connection of its own
+	walEvery  time.Duration
+	walKick   chan struct{}
+	walCancel context.CancelFunc // stops runWALCheckpoints, even mid-checkpoint
+	walDone   chan struct{}
+}
+
+// walAutoCheckpoint is the writer's own checkpoint threshold in pages,
+// a backstop far above what the background checkpoints let the WAL reach.
+const walAutoCheckpoint = 10000
+
+// walCheckpointDelay is how long after a commit the background checkpoint
+// runs: long enough to batch a burst of commits into one checkpoint.
+const walCheckpointDelay = time.Second
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens the state file at path, creating it (0600) and its directory
+// (0700) if needed, and takes the file's lock: a second Open of the same file,
+// from this process or another, fails with a *LockedError until Close.
+//
+// A file that is not a valid database, or whose schema is newer than this
+// code knows, is moved aside (see MovedAside) and an empty store is opened in
+// its place; if it cannot be moved, Open fails and says so. A valid SQLite
+// database that ahp-bridge did not write is refused untouched.
+func Open(ctx context.Context, path string, opt Options) (*SQLite, error) {
+	if path == "" {
+		return nil, errors.New("opening the state store: no file named")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the state store %s: %w", path, err)
+	}
+	opt = opt.withDefaults()
+	if opt.ReadOnly {
+		return openReadOnly(ctx, abs, opt)
+	}
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the state directory %s: %w", dir, err)
+	}
+	lk, err := acquireLock(abs)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openLocked(ctx, abs, opt)
+	if err != nil {
+		// The lock file is only ours to release; a failure to do so changes
+		// nothing for the caller, whose error is the one that matters.
+		_ = lk.release()
+		return nil, err
+	}
+	s.lock = lk
+	return s, nil
+}
+
+// Path is the state file's absolute path.
+func (s *SQLite) Path() string { return s.path }
+
+// MovedAside reports the unusable file Open moved out of the way, or nil.
+func (s *SQLite) MovedAside() *MovedAside { return s.moved }
+
+func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) {
+	w, err := openWriter(ctx, path, opt)
+	var moved *MovedAside
+	if err != nil {
+		var bad *unusableFileError
+		if !errors.As(err, &bad) {
+			return nil, err
+		}
+		if moved, err = moveAside(path, opt.now().UTC(), bad.reason, opt.rename); err != nil {
+			return nil, err
+		}
+		if w, err = openWriter(ctx, path, opt); err != nil {
+			return nil, fmt.Errorf("state file %s could not be used (%v) and was moved to %s, but a fresh one cannot be opened in its place: %w",
+				path, moved.Reason, moved.MovedTo, err)
+		}
+	}
+	r, err := openReaders(path, opt, false)
+	if err != nil {
+		return nil, errors.Join(err, w.Close())
+	}
+	ck, err := sql.Open("sqlite", dsn(path, opt, false, false))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("opening the state file %s: %w", path, err), r.Close(), w.Close())
+	}
+	ck.SetMaxOpenConns(1)
+	s := &SQLite{path: path, w: w, r: r, ck: ck, moved: moved,
+		walEvery: opt.walEvery, walKick: make(chan struct{}, 1), walDone: make(chan struct{})}
+	if err := s.prepare(ctx); err != nil {
+		return nil, errors.Join(err, s.closeDBs())
+	}
+	walCtx, cancel := context.WithCancel(context.Background())
+	s.walCancel = cancel
+	go s.runWALCheckpoints(walCtx)
+	return s, nil
+}
+
+// runWALCheckpoints copies the WAL into the database in the background, a
+// moment after commits, instead of letting the committing connection do it
+// inline: an inline checkpoint copies and fsyncs up to a thousand pages and
+// would stall whichever AppendTurn crossed the threshold, with the host
+// waiting to broadcast. A PASSIVE checkpoint never blocks the writer. Its
+// errors are not the caller's to count: if checkpoints keep failing, the
+// WAL grows to walAutoCheckpoint and the writer's own checkpoint reports
+// the problem on a write.
+func (s *SQLite) runWALCheckpoints(ctx context.Context) {
+	defer close(s.walDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.walKick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.walEvery):
+		}
+		// Cancelled by Close: it must not wait for a large WAL's copy.
+		_, _ = s.ck.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	}
+}
+
+func openReadOnly(ctx context.Context, path string, opt Options) (*SQLite, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("opening the state file %s for reading: %w", path, err)
+	}
+	r, err := openReaders(path, opt, true)
+	if err != nil {
+		return nil, err
+	}
+	have, err := schemaVersion(ctx, r, path)
+	switch {
+	case err != nil:
+	case have > len(opt.migrations):
+		err = &schemaTooNewError{have: have, know: len(opt.migrations)}
+	case have < len(opt.migrations):
+		err = fmt.Errorf("it has schema version %d, this ahp-bridge uses %d; start the bridge on it once to migrate it",
+			have, len(opt.migrations))
+	}
+	if err != nil {
+		// A reader changes nothing, so an unusable file is reported, not
+		// moved aside.
+		return nil, errors.Join(fmt.Errorf("opening the state file %s for reading: %w", path, err), r.Close())
+	}
+	s := &SQLite{path: path, readOnly: true, r: r}
+	if err := s.prepare(ctx); err != nil {
+		return nil, errors.Join(err, s.closeDBs())
+	}
+	return s, nil
+}
+
+// dsn builds a file: URI, so that a path holding '?' or '#' reaches SQLite
+// intact, with the pragmas every connection needs: foreign keys are
+// per-connection in SQLite, and so are busy_timeout and synchronous.
+func dsn(path string, opt Options, reader, readOnly bool) string {
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if reader {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		// Take the write lock at BEGIN, not at the first write, so that a
+		// transaction never has to upgrade and fail with SQLITE_BUSY.
+		q.Set("_txlock", "immediate")
+	}
+	if readOnly {
+		q.Set("mode", "ro")
+	}
+	return u.String() + "?" + q.Encode()
+}
+
+// createFile creates the state file 0600 before SQLite does, which would use
+// 0644 less the umask; SQLite gives the -wal and -shm files the same mode as
+// the database.
+func createFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating the state file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("creating the state file %s: %w", path, err)
+	}
+	return nil
+}
+
+func openWriter(ctx context.Context, path string, opt Options) (*sql.DB, error) {
+	if err := createFile(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path, opt, false, false))
+	if err != nil {
+		return nil, fmt.Errorf("opening the state file %s: %w", path, err)
+	}
+	// One connection that lives as long as the store: its prepared
+	// statements stay prepared, and per-connection settings stay set.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := initWriter(ctx, db, path, opt.migrations); err != nil {
+		return nil, errors.Join(classifyOpenError(path, err), db.Close())
+	}
+	return db, nil
+}
+
+func initWriter(ctx context.Context, db *sql.DB, path string, ms []migration) error {
+	if err := checkHeader(path); err != nil {
+		return err
+	}
+	// Look before switching to WAL, which rewrites the header: a database
+	// that is not ours must be left as it was, and one too new is moved
+	// aside as it was.
+	have, err := schemaVersion(ctx, db, path)
+	if err != nil {
+		return err
+	}
+	if have > len(ms) {
+		return &schemaTooNewError{have: have, know: len(ms)}
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+		return fmt.Errorf("switching %s to write-ahead logging: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("switching %s to write-ahead logging: SQLite kept journal mode %q (the file system may not support it)", path, mode)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, walAutoCheckpoint)); err != nil {
+		return fmt.Errorf("configuring %s: %w", path, err)
+	}
+	return migrate(ctx, db, path, ms)
+}
+
+func openReaders(path string, opt Options, readOnly bool) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, opt, true, readOnly))
+	if err != nil {
+		return nil, fmt.Errorf("opening the state file %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(opt.Readers)
+	db.SetMaxIdleConns(opt.Readers)
+	return db, nil
+}
+
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// checkHeader recognises a file that is not a database at all before SQLite
+// opens it: SQLite, finding a -wal beside such a file, would discard it, and
+// whoever looks at the moved-aside files later wants them as they were.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading the state file %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case n == 0 && (err == nil || errors.Is(err, io.EOF)):
+		return nil // a new, empty file
+	case errors.Is(err, io.ErrUnexpectedEOF) || err == nil && string(buf) != sqliteHeader:
+		return &unusableFileError{reason: errors.New("file is not a database: it does not start with the SQLite header")}
+	case err != nil:
+		return fmt.Errorf("reading the state file %s: %w", path, err)
+	}
+	return nil
+}
+
+// unusableFileError is a state file to move aside: not a database, damaged,
+// or from a newer ahp-bridge.
+type unusableFileError struct{ reason error }
+
+func (e *unusableFileError) Error() string { return e.reason.Error() }
+func (e *unusableFileError) Unwrap() error { return e.reason }
+
+// classifyOpenError marks the errors that mean the file itself is unusable;
+// anything else (permissions, I/O, a full disk) is returned as it is, since
+// moving a good file aside over a passing problem would hide the user's
+// history.
+func classifyOpenError(path string, err error) error {
+	var bad *unusableFileError
+	if errors.As(err, &bad) {
+		return bad
+	}
+	var tooNew *schemaTooNewError
+	if errors.As(err, &tooNew) {
+		return &unusableFileError{reason: tooNew}
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqliteNotADB, sqliteCorrupt:
+			return &unusableFileError{reason: se}
+		}
+	}
+	return err
+}
+
+// sqliteCode is the extended result code inside err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+// --- statements ---
+
+type writeStmts struct {
+	upsertSession, upsertChat, insertTurn, dropTurnCheckpoint,
+	putCheckpoint, deleteSession, raiseSeq *sql.Stmt
+}
+
+type readStmts struct {
+	listFirst, listAfter, session, chats, turnIdx, turnsBefore,
+	chatExists, checkpoint, seq *sql.Stmt
+}
+
+const sessionColumns = `uri, provider, title, working_dirs, config, summary, created_ns, modified_ns`
+
+// The catalogue's pages, walked down the sessions_by_modified index.
+const (
+	listFirstSQL = `SELECT ` + sessionColumns + ` FROM sessions
+		ORDER BY modified_ns DESC, uri DESC LIMIT ?`
+	listAfterSQL = `SELECT ` + sessionColumns + ` FROM sessions
+		WHERE (modified_ns, uri) < (?, ?) ORDER BY modified_ns DESC, uri DESC LIMIT ?`
+)
+
+func (s *SQLite) prepare(ctx context.Context) error {
+	type entry struct {
+		dst  **sql.Stmt
+		db   *sql.DB
+		text string
+	}
+	entries := []entry{
+		{&s.rs.listFirst, s.r, listFirstSQL},
+		{&s.rs.listAfter, s.r, listAfterSQL},
+		{&s.rs.session, s.r, `SELECT ` + sessionColumns + ` FROM sessions WHERE uri = ?`},
+		{&s.rs.chats, s.r, `SELECT c.uri, c.session_uri, c.acp_session_id, c.summary, c.created_ns,
+			(SELECT COALESCE(MAX(t.idx), 0) FROM turns t WHERE t.chat_uri = c.uri)
+			FROM chats c WHERE c.session_uri = ? ORDER BY c.created_ns, c.uri`},
+		{&s.rs.turnIdx, s.r, `SELECT idx FROM turns WHERE chat_uri = ? AND turn_id = ?`},
+		{&s.rs.turnsBefore, s.r, `SELECT idx, turn_id, ended_ns, data FROM turns
+			WHERE chat_uri = ? AND idx < ? ORDER BY idx DESC LIMIT ?`},
+		{&s.rs.chatExists, s.r, `SELECT 1 FROM chats WHERE uri = ?`},
+		{&s.rs.checkpoint, s.r, `SELECT turn_id, updated_ns, data FROM checkpoints WHERE chat_uri = ?`},
+		{&s.rs.seq, s.r, `SELECT high_water FROM seq WHERE id = 1`},
+	}
+	if !s.readOnly {
+		entries = append(entries,
+			// An upsert, never INSERT OR REPLACE: replacing would delete the
+			// row first and cascade to the session's chats and turns.
+			entry{&s.ws.upsertSession, s.w, `INSERT INTO sessions (` + sessionColumns + `)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (uri) DO UPDATE SET provider = excluded.provider, title = excluded.title,
+					working_dirs = excluded.working_dirs, config = excluded.config, summary = excluded.summary,
+					created_ns = excluded.created_ns, modified_ns = excluded.modified_ns`},
+			entry{&s.ws.upsertChat, s.w, `INSERT INTO chats (uri, session_uri, acp_session_id, summary, created_ns)
+				VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (uri) DO UPDATE SET session_uri = excluded.session_uri,
+					acp_session_id = excluded.acp_session_id, summary = excluded.summary, created_ns = excluded.created_ns`},
+			entry{&s.ws.insertTurn, s.w, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data)
+				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4)
+				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data`},
+			entry{&s.ws.dropTurnCheckpoint, s.w, `DELETE FROM checkpoints WHERE chat_uri = ? AND turn_id = ?`},
+			// A checkpoint that lost the race with its turn's completion, or
+			// with its session's deletion, must not come back to life.
+			entry{&s.ws.putCheckpoint, s.w, `INSERT INTO checkpoints (chat_uri, turn_id, updated_ns, data)
+				SELECT ?1, ?2, ?3, ?4
+				WHERE EXISTS (SELECT 1 FROM chats WHERE uri = ?1)
+					AND NOT EXISTS (SELECT 1 FROM turns WHERE chat_uri = ?1 AND turn_id = ?2)
+				ON CONFLICT (chat_uri) DO UPDATE SET turn_id = excluded.turn_id,
+					updated_ns = excluded.updated_ns, data = excluded.data`},
+			entry{&s.ws.deleteSession, s.w, `DELETE FROM sessions WHERE uri = ?`},
+			entry{&s.ws.raiseSeq, s.w, `UPDATE seq SET high_water = MAX(high_water, ?) WHERE id = 1`},
+		)
+	}
+	for _, e := range entries {
+		st, err := e.db.PrepareContext(ctx, e.text)
+		if err != nil {
+			return fmt.Errorf("preparing the statements of %s: %w", s.path, err)
+		}
+		*e.dst = st
+	}
+	return nil
+}
+
+// --- health ---
+
+// note records the outcome of a write. Failures of the caller's making (a
+// missing row) or of the store's lifecycle do not count: only the file
+// refusing a write does.
+func (s *SQLite) note(err error) error {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	if err == nil {
+		s.health.Failing = false
+		return nil
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if sqliteCode(err)&0xff == sqliteFull {
+		err = fmt.Errorf("%w: %w", ErrFull, err)
+	}
+	s.health.WriteFailures++
+	s.health.Failing = true
+	s.health.LastError = err
+	s.health.LastErrorAt = time.Now()
+	return err
+}
+
+// Health implements Store.
+func (s *SQLite) Health() Health {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	return s.health
+}
+
+func (s *SQLite) usable(write bool) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if write && s.readOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// write runs fn in one transaction on the writer connection and records the
+// outcome in Health.
+func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.usable(true); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.note(err)
+	}
+	if err := fn(tx); err != nil {
+		// SQLite may already have rolled back (after SQLITE_FULL, for
+		// one); the error that explains the failure is fn's.
+		_ = tx.Rollback()
+		return s.note(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.note(err)
+	}
+	select {
+	case s.walKick <- struct{}{}:
+	default:
+	}
+	return s.note(nil)
+}
+
+// --- writes ---
+
+// PutSession implements Store.
+func (s *SQLite) PutSession(ctx context.Context, sess Session, chats ...Chat) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := putSession(ctx, tx, s.ws.upsertSession, sess); err != nil {
+			return err
+		}
+		for _, c := range chats {
+			if err := putChat(ctx, tx, s.ws.upsertChat, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storing session %s: %w", sess.URI, err)
+	}
+	return nil
+}
+
+func putSession(ctx context.Context, tx *sql.Tx, st *sql.Stmt, s Session) error {
+	// nil is stored as JSON null, so that it comes back nil.
+	dirsJSON, err := json.Marshal(s.WorkingDirs)
+	if err != nil {
+		return fmt.Errorf("encoding working directories: %w", err)
+	}
+	_, err = tx.StmtContext(ctx, st).ExecContext(ctx, s.URI, s.Provider, s.Title, string(dirsJSON),
+		nullBytes(s.Config), nullBytes(s.Summary), toNS(s.Created), toNS(s.Modified))
+	return err
+}
+
+func putChat(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c Chat) error {
+	_, err := tx.StmtContext(ctx, st).ExecContext(ctx, c.URI, c.SessionURI, c.ACPSessionID, nullBytes(c.Summary), toNS(c.Created))
+	if sqliteCode(err) == sqliteConstraintFK {
+		return fmt.Errorf("chat %s: session %s: %w", c.URI, c.SessionURI, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("chat %s: %w", c.URI, err)
+	}
+	return nil
+}
+
+// PutChat implements Store.
+func (s *SQLite) PutChat(ctx context.Context, c Chat) error {
+	err := s.write(ctx, func(tx *sql.Tx) error { return putChat(ctx, tx, s.ws.upsertChat, c) })
+	if err != nil {
+		return fmt.Errorf("storing %w", err)
+	}
+	return nil
+}
+
+// AppendTurn implements Store.
+func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if c.Session != nil {
+			if err := putSession(ctx, tx, s.ws.upsertSession, *c.Session); err != nil {
+				return fmt.Errorf("session %s: %w", c.Session.URI, err)
+			}
+		}
+		if c.Chat != nil {
+			if err := putChat(ctx, tx, s.ws.upsertChat, *c.Chat); err != nil {
+				return err
+			}
+		}
+		_, err := tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(c.Turn.Data))
+		if sqliteCode(err) == sqliteConstraintFK {
+			return fmt.Errorf("chat %s: %w", c.ChatURI, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, s.ws.dropTurnCheckpoint).ExecContext(ctx, c.ChatURI, c.Turn.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storing turn %s of chat %s: %w", c.Turn.ID, c.ChatURI, err)
+	}
+	return nil
+}
+
+// DeleteSession implements Store.
+func (s *SQLite) DeleteSession(ctx context.Context, uri string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.ws.deleteSession).ExecContext(ctx, uri)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting session %s: %w", uri, err)
+	}
+	return nil
+}
+
+// PutCheckpoints implements Store.
+func (s *SQLite) PutCheckpoints(ctx context.Context, cps []Checkpoint) error {
+	if len(cps) == 0 {
+		return s.usable(true)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		st := tx.StmtContext(ctx, s.ws.putCheckpoint)
+		for _, cp := range cps {
+			if _, err := st.ExecContext(ctx, cp.ChatURI, cp.TurnID, toNS(cp.Updated), notNullBytes(cp.Data)); err != nil {
+				return fmt.Errorf("chat %s: %w", cp.ChatURI, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storing %d checkpoints: %w", len(cps), err)
+	}
+	return nil
+}
+
+// RaiseSeqHighWater implements Store.
+func (s *SQLite) RaiseSeqHighWater(ctx context.Context, v int64) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, s.ws.raiseSeq).ExecContext(ctx, v)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storing the serverSeq high-water mark %d: %w", v, err)
+	}
+	return nil
+}
+
+// --- reads ---
+
+// ListSessions implements Store. Sessions are ordered by modification time,
+// newest first (what listSessions wants), ties broken by URI. The cursor is
+// the last row's (modified, URI), so a page never repeats or skips a session
+// that did not change meanwhile; one modified between two pages moves to the
+// front and is seen again only from the first page.
+func (s *SQLite) ListSessions(ctx context.Context, q ListQuery) (SessionPage, error) {
+	if err := s.usable(false); err != nil {
+		return SessionPage{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	limit = min(limit, MaxPageSize)
+	var rows *sql.Rows
+	var err error
+	if q.Cursor == "" {
+		rows, err = s.rs.listFirst.QueryContext(ctx, limit+1)
+	} else {
+		ns, uri, derr := decodeSessionCursor(q.Cursor)
+		if derr != nil {
+			return SessionPage{}, fmt.Errorf("listing sessions: %w", derr)
+		}
+		rows, err = s.rs.listAfter.QueryContext(ctx, ns, uri, limit+1)
+	}
+	if err != nil {
+		return SessionPage{}, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	var page SessionPage
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return SessionPage{}, fmt.Errorf("listing sessions: %w", err)
+		}
+		page.Sessions = append(page.Sessions, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return SessionPage{}, fmt.Errorf("listing sessions: %w", err)
+	}
+	if len(page.Sessions) > limit {
+		page.Sessions = page.Sessions[:limit]
+		last := page.Sessions[limit-1]
+		page.NextCursor = encodeSessionCursor(toNS(last.Modified), last.URI)
+	}
+	return page, nil
+}
+
+type scanner interface{ Scan(dst ...any) error }
+
+func scanSession(r scanner) (Session, error) {
+	var (
+		s                 Session
+		dirs              string
+		created, modified int64
+		config, summary   []byte
+	)
+	if err := r.Scan(&s.URI, &s.Provider, &s.Title, &dirs, &config, &summary, &created, &modified); err != nil {
+		return Session{}, err
+	}
+	if err := json.Unmarshal([]byte(dirs), &s.WorkingDirs); err != nil {
+		return Session{}, fmt.Errorf("session %s: decoding working directories: %w", s.URI, err)
+	}
+	s.Config, s.Summary = config, summary
+	s.Created, s.Modified = fromNS(created), fromNS(modified)
+	return s, nil
+}
+
+// GetSession implements Store.
+func (s *SQLite) GetSession(ctx context.Context, uri string) (SessionRecord, error) {
+	if err := s.usable(false); err != nil {
+		return SessionRecord{}, err
+	}
+	var rec SessionRecord
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		sess, err := scanSession(tx.StmtContext(ctx, s.rs.session).QueryRowContext(ctx, uri))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		rec.Session = sess
+		rows, err := tx.StmtContext(ctx, s.rs.chats).QueryContext(ctx, uri)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c ChatRecord
+			var created int64
+			var summary []byte
+			if err := rows.Scan(&c.URI, &c.SessionURI, &c.ACPSessionID, &summary, &created, &c.Turns); err != nil {
+				return err
+			}
+			c.Summary, c.Created = summary, fromNS(created)
+			rec.Chats = append(rec.Chats, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return SessionRecord{}, fmt.Errorf("reading session %s: %w", uri, err)
+	}
+	return rec, nil
+}
+
+// read runs fn in one read transaction, so that its several statements see
+// the same state.
+func (s *SQLite) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	err = fn(tx)
+	// A read transaction has nothing to commit; ending it can only fail if
+	// it is already over.
+	_ = tx.Rollback()
+	return err
+}
+
+// Turns implements Store.
+func (s *SQLite) Turns(ctx context.Context, chatURI string, q TurnQuery) (TurnPage, error) {
+	if err := s.usable(false); err != nil {
+		return TurnPage{}, err
+	}
+	var page TurnPage
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		before := int64(math.MaxInt64)
+		switch {
+		case q.Cursor != "":
+			idx, err := decodeTurnCursor(q.Cursor)
+			if err != nil {
+				return err
+			}
+			before = idx
+		case q.BeforeTurnID != "":
+			err := tx.StmtContext(ctx, s.rs.turnIdx).QueryRowContext(ctx, chatURI, q.BeforeTurnID).Scan(&before)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("turn %s: %w", q.BeforeTurnID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		limit := int64(-1) // SQLite: no limit
+		if q.Limit > 0 {
+			limit = int64(q.Limit) + 1
+		}
+		rows, err := tx.StmtContext(ctx, s.rs.turnsBefore).QueryContext(ctx, chatURI, before, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var idxs []int64
+		for rows.Next() {
+			var t Turn
+			var idx, ended int64
+			var data []byte
+			if err := rows.Scan(&idx, &t.ID, &ended, &data); err != nil {
+				return err
+			}
+			t.EndedAt, t.Data = fromNS(ended), data
+			page.Turns = append(page.Turns, t)
+			idxs = append(idxs, idx)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if q.Limit > 0 && len(page.Turns) > q.Limit {
+			page.Turns, idxs = page.Turns[:q.Limit], idxs[:q.Limit]
+			page.NextCursor = encodeTurnCursor(idxs[len(idxs)-1])
+		}
+		// Fetched newest first; pages are served oldest first.
+		for i, j := 0, len(page.Turns)-1; i < j; i, j = i+1, j-1 {
+			page.Turns[i], page.Turns[j] = page.Turns[j], page.Turns[i]
+		}
+		if len(page.Turns) == 0 {
+			var one int
+			err := tx.StmtContext(ctx, s.rs.chatExists).QueryRowContext(ctx, chatURI).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return ErrNotFound
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return TurnPage{}, fmt.Errorf("reading the turns of chat %s: %w", chatURI, err)
+	}
+	return page, nil
+}
+
+// Checkpoint implements Store.
+func (s *SQLite) Checkpoint(ctx context.Context, chatURI string) (Checkpoint, error) {
+	if err := s.usable(false); err != nil {
+		return Checkpoint{}, err
+	}
+	cp := Checkpoint{ChatURI: chatURI}
+	var updated int64
+	var data []byte
+	err := s.rs.checkpoint.QueryRowContext(ctx, chatURI).Scan(&cp.TurnID, &updated, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("reading the checkpoint of chat %s: %w", chatURI, err)
+	}
+	cp.Updated, cp.Data = fromNS(updated), data
+	return cp, nil
+}
+
+// SeqHighWater implements Store.
+func (s *SQLite) SeqHighWater(ctx context.Context) (int64, error) {
+	if err := s.usable(false); err != nil {
+		return 0, err
+	}
+	var v int64
+	if err := s.rs.seq.QueryRowContext(ctx).Scan(&v); err != nil {
+		return 0, fmt.Errorf("reading the serverSeq high-water mark: %w", err)
+	}
+	return v, nil
+}
+
+// Close implements Store. It waits for nothing but the statements in
+// flight; the Checkpointer and SeqReserve built on the store are closed
+// first by their owner.
+func (s *SQLite) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.walCancel != nil {
+		s.walCancel()
+		<-s.walDone
+	}
+	err := s.closeDBs()
+	if s.lock != nil {
+		err = errors.Join(err, s.lock.release())
+	}
+	if err != nil {
+		return fmt.Errorf("closing the state file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *SQLite) closeDBs() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{
+		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore,
+		s.rs.chatExists, s.rs.checkpoint, s.rs.seq,
+		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnCheckpoint,
+		s.ws.putCheckpoint, s.ws.deleteSession, s.ws.raiseSeq,
+	} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.ck != nil {
+		errs = append(errs, s.ck.Close())
+	}
+	if s.w != nil {
+		// The writer closes last: closing SQLite's last connection
+		// checkpoints the WAL into the database and removes it.
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// --- encoding helpers ---
+
+// toNS stores a time as Unix nanoseconds; the zero time is stored as 0 so
+// that it round-trips. Times before 1678 or after 2262 do not fit.
+func toNS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// nullBytes stores nil JSON as NULL, so that absent stays absent.
+func nullBytes(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+// notNullBytes stores nil as an empty blob for the columns that require one.
+func notNullBytes(b json.RawMessage) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

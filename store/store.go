@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Store is what the host needs from durable storage. It is deliberately
+// narrow and knows nothing of AHP wire types, so that a server database can
+// implement it later without the host changing. Every method is safe for
+// concurrent use.
+//
+// Writes return when the change is committed: a caller that broadcasts only
+// after a nil error never shows a client something a restart would take back.
+// A write that fails leaves the stored state as it was, and the next write
+// that succeeds needs no repair first.
+type Store interface {
+	// PutSession creates or replaces a session's catalogue row, and with it
+	// the given chats, in one transaction. Replacing a session keeps its
+	// chats, turns and checkpoints.
+	PutSession(ctx context.Context, s Session, chats ...Chat) error
+	// PutChat creates or replaces one chat row, for changes that touch only
+	// the chat (its summary, or the ACP session id after the agent
+	// restarted). Its session must be stored: otherwise ErrNotFound.
+	PutChat(ctx context.Context, c Chat) error
+	// AppendTurn commits a completed turn after the chat's earlier ones,
+	// together with the catalogue rows the turn changed, and drops the
+	// chat's checkpoint of that turn. Storing a turn id again replaces its
+	// content and keeps its place. ErrNotFound if the chat is not stored.
+	AppendTurn(ctx context.Context, c TurnCommit) error
+	// DeleteSession deletes a session with its chats, turns and checkpoints.
+	// ErrNotFound if there was nothing to delete.
+	DeleteSession(ctx context.Context, uri string) error
+	// PutCheckpoints writes the newest state of several active turns in one
+	// transaction. A checkpoint whose chat is no longer stored, or whose
+	// turn has already been committed as completed, is dropped: it arrived
+	// too late to matter.
+	PutCheckpoints(ctx context.Context, cps []Checkpoint) error
+	// RaiseSeqHighWater raises the stored serverSeq high-water mark to v; it
+	// never lowers it. See SeqReserve for the rule built on it.
+	RaiseSeqHighWater(ctx context.Context, v int64) error
+
+	// ListSessions returns a page of the catalogue, most recently modified
+	// first.
+	ListSessions(ctx context.Context, q ListQuery) (SessionPage, error)
+	// GetSession returns a session's catalogue row and its chats, without
+	// turns. ErrNotFound if it is not stored.
+	GetSession(ctx context.Context, uri string) (SessionRecord, error)
+	// Turns returns a page of a chat's completed turns, walking backwards
+	// from the newest. ErrNotFound if the chat is not stored.
+	Turns(ctx context.Context, chatURI string, q TurnQuery) (TurnPage, error)
+	// Checkpoint returns the last checkpoint written for a chat's active
+	// turn. ErrNotFound if there is none.
+	Checkpoint(ctx context.Context, chatURI string) (Checkpoint, error)
+	// SeqHighWater returns the stored serverSeq high-water mark: no value
+	// above it was ever handed out under the SeqReserve rule.
+	SeqHighWater(ctx context.Context) (int64, error)
+
+	// Health reports whether writes are failing, for a warning the host
+	// shows until they succeed again.
+	Health() Health
+	// Close releases the store. Calls after Close fail with ErrClosed.
+	Close() error
+}
+
+// Session is a session's catalogue row: what a session list shows and what
+// the host needs to bring the session back after a restart.
+type Session struct {
+	URI      string
+	Provider string
+	Title    string
+	// WorkingDirs are the session's working directories, in order.
+	WorkingDirs []string
+	// Config is the session's configuration as the host encodes it; nil is
+	// stored as absent.
+	Config json.RawMessage
+	// Summary is the host's summary of the session (the listSessions item);
+	// nil is stored as absent.
+	Summary  json.RawMessage
+	Created  time.Time
+	Modified time.Time
+}
+
+// Chat is a chat's row. Each chat keeps the id of the ACP session behind it,
+// so that the agent can be asked to resume or load that session later.
+type Chat struct {
+	URI        string
+	SessionURI string
+	// ACPSessionID is the agent's session id, empty until the agent gave one.
+	ACPSessionID string
+	// Summary is the host's summary of the chat; nil is stored as absent.
+	Summary json.RawMessage
+	// Created orders the chats of a session.
+	Created time.Time
+}
+
+// Turn is a completed turn. Data is the whole turn as the host encodes it
+// (message, parts, tool calls, usage, timing); the store keeps its bytes
+// exactly and does not parse them, but Export expects valid JSON.
+type Turn struct {
+	ID      string
+	Data    json.RawMessage
+	EndedAt time.Time
+}
+
+// TurnCommit is a completed turn with the catalogue changes it caused, so
+// that both are committed in a single transaction.
+type TurnCommit struct {
+	ChatURI string
+	Turn    Turn
+	// Session, when not nil, replaces the session's catalogue row (its
+	// modified time and summary usually changed with the turn).
+	Session *Session
+	// Chat, when not nil, replaces the chat's row.
+	Chat *Chat
+}
+
+// Checkpoint is the newest stored state of a chat's active (streaming) turn.
+// After a crash it is what is left of the turn; the host shows it as ended.
+type Checkpoint struct {
+	ChatURI string
+	TurnID  string
+	Data    json.RawMessage
+	// Updated is when the host produced this state.
+	Updated time.Time
+}
+
+// SessionRecord is a session with its chats, without their turns.
+type SessionRecord struct {
+	Session Session
+	// Chats are ordered by creation.
+	Chats []ChatRecord
+}
+
+// ChatRecord is a chat with the number of its stored completed turns.
+type ChatRecord struct {
+	Chat
+	Turns int
+}
+
+// ListQuery asks for one page of the session catalogue.
+type ListQuery struct {
+	// Cursor is a SessionPage.NextCursor from an earlier call, or empty for
+	// the first page.
+	Cursor string
+	// Limit bounds the page; zero or less means DefaultPageSize, and it is
+	// capped at MaxPageSize.
+	Limit int
+}
+
+// SessionPage is one page of the catalogue.
+type SessionPage struct {
+	Sessions []Session
+	// NextCursor fetches the following page; empty when this is the last.
+	NextCursor string
+}
+
+// TurnQuery asks for one page of a chat's completed turns, which are served
+// backwards from the newest, as fetchTurns wants them.
+type TurnQuery struct {
+	// Cursor is a TurnPage.NextCursor from an earlier call; empty starts
+	// from the newest turn.
+	Cursor string
+	// BeforeTurnID, when Cursor is empty, starts below that turn instead
+	// (AHP 0.3.0's fetchTurns names a turn, not a cursor).
+	BeforeTurnID string
+	// Limit bounds the page; zero or less means every remaining turn.
+	Limit int
+}
+
+// TurnPage is one page of completed turns, oldest first.
+type TurnPage struct {
+	Turns []Turn
+	// NextCursor fetches the older turns before this page; empty when there
+	// are none.
+	NextCursor string
+}
+
+// Health says whether the store's writes are failing.
+type Health struct {
+	// WriteFailures counts failed writes since the store was opened.
+	WriteFailures uint64
+	// Failing is true from a failed write until the next successful one.
+	Failing bool
+	// LastError is the most recent write failure, kept after recovery.
+	LastError   error
+	LastErrorAt time.Time
+}
+
+// Page sizes of ListSessions.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// Errors a caller can test for with errors.Is.
+var (
+	// ErrNotFound: the session, chat, turn or checkpoint is not stored.
+	ErrNotFound = errors.New("not stored")
+	// ErrBadCursor: a paging cursor was not made by this store.
+	ErrBadCursor = errors.New("not a cursor this store made")
+	// ErrFull: the disk (or the database's size limit) is full.
+	ErrFull = errors.New("no space left for the state file")
+	// ErrLocked: another process holds the state file; see LockedError.
+	ErrLocked = errors.New("state file is locked")
+	// ErrReadOnly: the store was opened for inspection only.
+	ErrReadOnly = errors.New("state file is open read-only")
+	// ErrClosed: the store, checkpointer or reserve was closed.
+	ErrClosed = errors.New("state store is closed")
+)
+
+// LockedError says that another process holds the state file.
+type LockedError struct {
+	// Path is the state file; LockPath the lock file next to it.
+	Path, LockPath string
+	// PID is the process that holds the lock, or 0 if it did not say.
+	PID int
+}
+
+func (e *LockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another process (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("state file %s is locked: %s is using it (lock %s); stop that process or use another state file",
+		e.Path, holder, e.LockPath)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// MovedAside reports a state file that Open could not use and moved out of
+// the way before starting empty. Its String is meant for stderr.
+type MovedAside struct {
+	// Path is the state file; MovedTo is where it went. Its -wal and -shm
+	// files, if any, went next to it with the same suffixes.
+	Path, MovedTo string
+	// Reason says why the file could not be used.
+	Reason error
+}
+
+func (m *MovedAside) String() string {
+	return fmt.Sprintf("state file %s could not be used (%v); moved it to %s and started with an empty store",
+		m.Path, m.Reason, m.MovedTo)
+}
