@@ -124,6 +124,15 @@ func (e *acEnv) dispatch(t *testing.T, v any) {
 	require.NoError(t, err)
 }
 
+// waitNoInput waits until the session waits for no answer any more (the
+// host updates the session's inputNeeded right after the chat, so a
+// client sees the chat change first).
+func (e *acEnv) waitNoInput(t *testing.T, what string) {
+	t.Helper()
+	_, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(client.PendingInputs(s)) == 0 })
+	require.NoError(t, err, "waiting for %s", what)
+}
+
 // waitInput waits until the session waits for an answer to an input
 // request and returns it.
 func (e *acEnv) waitInput(t *testing.T) wire.ChatInputRequest {
@@ -396,9 +405,7 @@ func TestAgentchanQuestion(t *testing.T) {
 			assert.Equal(t, wire.TurnStateComplete, turn.State)
 			assert.Equal(t, []string{"noted"}, acResultTexts(acCompletedTool(t, turn.ResponseParts, "tc-ask").Content))
 			assert.Equal(t, "Ordered.", acMarkdown(turn.ResponseParts), "the summary is the answer when no text streamed")
-			final, err := e.c.Session(e.channel)
-			require.NoError(t, err)
-			assert.Empty(t, client.PendingInputs(final))
+			e.waitNoInput(t, "the answered question to leave the session's inputNeeded")
 		})
 	}
 }
@@ -665,9 +672,7 @@ func TestAgentchanCancelWhileWaiting(t *testing.T) {
 		assert.Equal(t, []string{"agent/prompt", "agent/tool_response", "agent/abort"}, acFrameTypes(e.fake.Received()),
 			"the question is answered as declined before the task is aborted")
 		assert.Equal(t, agentchan.DeclinedAnswer, e.fake.ReceivedOfType("tool_response")[0].String("result"))
-		st, err := e.c.Session(e.channel)
-		require.NoError(t, err)
-		assert.Empty(t, client.PendingInputs(st), "the question went with the turn")
+		e.waitNoInput(t, "the question to go with the turn")
 	})
 }
 

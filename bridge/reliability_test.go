@@ -23,7 +23,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
@@ -31,12 +31,37 @@ import (
 // The tests in this file prove the fault-handling items of issue #7 through
 // the real host, bridge and WebSocket transport (docs/reliability.md).
 
+// relTimeout bounds one wait (one turn, one confirmation, one agent
+// start), never a whole test: a test made of many steps must not run out of
+// a budget shared by all of them on a loaded machine. A passing wait takes
+// milliseconds to a few seconds under -race.
 const relTimeout = 60 * time.Second
 
-func relCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), relTimeout)
-	t.Cleanup(cancel)
-	return ctx
+// relCtx returns the context of one wait; see relTimeout.
+func relCtx(t *testing.T) context.Context { return bridgetest.Context(t, relTimeout) }
+
+// relPoll waits, up to its own deadline, until cond holds, for what no
+// event announces (a process gone, a file written, a counter of the host),
+// looking every 10ms.
+func relPoll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := relCtx(t)
+	for !cond() {
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			require.FailNow(t, "waiting for "+what, "%v", ctx.Err())
+		}
+	}
+}
+
+// relChat is the default chat of a session c watches: chat actions go
+// there.
+func relChat(t *testing.T, c *client.Client, session string) string {
+	t.Helper()
+	chat, err := c.DefaultChat(session)
+	require.NoError(t, err)
+	return chat
 }
 
 // ---- an in-process provider that asks one permission per turn ----
@@ -137,93 +162,115 @@ func relToolState(parts []wire.ResponsePart) any {
 }
 
 func relApprove(turnID, toolCallID string) wire.StateAction {
-	return wire.Action(&wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: toolCallID, Approved: true,
+	return wire.Action(&wire.ChatToolCallApprovedAction{TurnID: turnID, ToolCallID: toolCallID, Approved: true,
 		Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow")})
 }
 
 func relDeny(turnID, toolCallID string) wire.StateAction {
-	return wire.Action(&wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: toolCallID,
+	return wire.Action(&wire.ChatToolCallDeniedAction{TurnID: turnID, ToolCallID: toolCallID,
 		Reason: wire.ToolCallCancellationReasonDenied, SelectedOptionID: wire.Ptr("reject")})
 }
 
 // TestConfirmationRaceExactlyOneWins has two clients confirm the same tool
-// call at the same moment, 1 000 times, through the real host and bridge
+// call at the same moment, many times, through the real host and bridge
 // over WebSocket: every time exactly one confirmation is accepted, the
 // other is echoed with a rejectionReason, and the agent receives exactly
 // one outcome — the winner's.
 func TestConfirmationRaceExactlyOneWins(t *testing.T) {
-	const iterations = 1000
-	const turnsPerSession = 50 // keeps the client-side state copies small
+	// 1 000 rounds without -race. Under -race each round costs about four
+	// times as much, and the detector itself watches every round for
+	// unsynchronised access, so 300 rounds (150 in each order of approve
+	// and deny) still race the two confirmations often enough to catch a
+	// host that accepts both or neither.
+	iterations := 1000
+	if raceDetector {
+		iterations = 300
+	}
+	// A few turns per session: each wait copies the client's whole session
+	// state, so long sessions make every round slower than the one before
+	// (50 turns per session made this test take a minute under -race),
+	// while later turns of a session still race against finished ones.
+	const turnsPerSession = 5
 	prov := newPermProvider()
 	env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{})
 	a, b := env.Client(t), env.Client(t)
-	ctx := relCtx(t)
 
 	wins := map[string]int{}
 	var ch string
 	for i := range iterations {
 		if i%turnsPerSession == 0 {
 			if ch != "" {
-				require.NoError(t, a.DisposeSession(ctx, ch))
+				require.NoError(t, a.DisposeSession(relCtx(t), ch))
 			}
 			ch = bridgetest.CreateSession(t, a, "perm", "")
-			_, err := b.Subscribe(ctx, ch)
+			_, err := b.Subscribe(relCtx(t), ch)
 			require.NoError(t, err)
 		}
-		turnID := bridgetest.StartTurn(t, a, ch, fmt.Sprintf("turn %d", i))
-		toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
-		require.Equal(t, toolID, bridgetest.WaitPendingTool(t, b, ch, relTimeout))
-
-		// Alternate who approves so that both orders are exercised.
-		actions := [2]wire.StateAction{relApprove(turnID, toolID), relDeny(turnID, toolID)}
-		if i%2 == 1 {
-			actions[0], actions[1] = actions[1], actions[0]
-		}
-		var (
-			start sync.WaitGroup
-			done  sync.WaitGroup
-			errs  [2]error
-			envs  [2]*wire.ActionEnvelope
-		)
-		start.Add(1)
-		for k, c := range []*client.Client{a, b} {
-			done.Add(1)
-			go func() {
-				defer done.Done()
-				start.Wait()
-				envs[k], errs[k] = c.Confirm(ctx, ch, actions[k])
-			}()
-		}
-		start.Done()
-		done.Wait()
-
-		winner := -1
-		for k := range 2 {
-			if errs[k] == nil {
-				require.Equal(t, -1, winner, "iteration %d: both confirmations were accepted", i)
-				winner = k
-				continue
-			}
-			var rej *client.RejectedError
-			require.ErrorAs(t, errs[k], &rej, "iteration %d", i)
-			require.NotNil(t, envs[k].RejectionReason, "iteration %d: the loser's echo has a rejectionReason", i)
-		}
-		require.NotEqual(t, -1, winner, "iteration %d: neither confirmation was accepted: %v / %v", i, errs[0], errs[1])
-
-		turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, relTimeout)
-		bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
-		want := "reject"
-		if _, approved := actions[winner].Value.(*wire.SessionToolCallApprovedAction); approved {
-			want = "allow"
-		}
-		wins[want]++
-		got := prov.outcomesOf(turnID)
-		require.Len(t, got, 1, "iteration %d: the agent receives exactly one outcome", i)
-		require.Equal(t, want, got[0].OptionID, "iteration %d: the agent receives the winner's outcome", i)
-		require.Equal(t, "outcome:"+want, relText(turn.ResponseParts))
+		wins[raceRound(t, prov, a, b, ch, i)]++
 	}
 	assert.Equal(t, int64(iterations), prov.total.Load(), "no late second outcome reached the agent")
 	t.Logf("winners: %v", wins)
+}
+
+// raceRound is round i of TestConfirmationRaceExactlyOneWins in session
+// ch. Every wait in it has its own deadline (relTimeout). It returns the
+// option the agent received.
+func raceRound(t *testing.T, prov *permProvider, a, b *client.Client, ch string, i int) string {
+	t.Helper()
+	turnID := bridgetest.StartTurn(t, a, ch, fmt.Sprintf("turn %d", i))
+	toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
+	require.Equal(t, toolID, bridgetest.WaitPendingTool(t, b, ch, relTimeout))
+
+	// Alternate who approves so that both orders are exercised.
+	actions := [2]wire.StateAction{relApprove(turnID, toolID), relDeny(turnID, toolID)}
+	if i%2 == 1 {
+		actions[0], actions[1] = actions[1], actions[0]
+	}
+	var (
+		start sync.WaitGroup
+		done  sync.WaitGroup
+		errs  [2]error
+		envs  [2]*wire.ActionEnvelope
+	)
+	chat := relChat(t, a, ch)
+	start.Add(1)
+	for k, c := range []*client.Client{a, b} {
+		ctx, cancel := context.WithTimeout(t.Context(), relTimeout)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			defer cancel()
+			start.Wait()
+			envs[k], errs[k] = c.Confirm(ctx, chat, actions[k])
+		}()
+	}
+	start.Done()
+	done.Wait()
+
+	winner := -1
+	for k := range 2 {
+		if errs[k] == nil {
+			require.Equal(t, -1, winner, "iteration %d: both confirmations were accepted", i)
+			winner = k
+			continue
+		}
+		var rej *client.RejectedError
+		require.ErrorAs(t, errs[k], &rej, "iteration %d", i)
+		require.NotNil(t, envs[k].RejectionReason, "iteration %d: the loser's echo has a rejectionReason", i)
+	}
+	require.NotEqual(t, -1, winner, "iteration %d: neither confirmation was accepted: %v / %v", i, errs[0], errs[1])
+
+	turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, relTimeout)
+	bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
+	want := "reject"
+	if _, approved := actions[winner].Value.(*wire.ChatToolCallApprovedAction); approved {
+		want = "allow"
+	}
+	got := prov.outcomesOf(turnID)
+	require.Len(t, got, 1, "iteration %d: the agent receives exactly one outcome", i)
+	require.Equal(t, want, got[0].OptionID, "iteration %d: the agent receives the winner's outcome", i)
+	require.Equal(t, "outcome:"+want, relText(turn.ResponseParts))
+	return want
 }
 
 // ---- the scripted ACP agent as a real subprocess ----
@@ -235,7 +282,7 @@ func pidAgent(t *testing.T, configure func(*acp.Config)) (*acp.Provider, string)
 	pidFile := filepath.Join(t.TempDir(), "agent.pid")
 	cfg := acp.Config{
 		ID:      "script",
-		Command: []string{"/bin/sh", "-c", `echo $$ > "$0"; exec "$1" demo-agent`, pidFile, bridgetest.Binary(t)},
+		Command: []string{"/bin/sh", "-c", `echo $$ > "$0"; exec "$1"`, pidFile, bridgetest.ScriptAgent(t)},
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -248,14 +295,14 @@ func pidAgent(t *testing.T, configure func(*acp.Config)) (*acp.Provider, string)
 func readPID(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	require.Eventually(t, func() bool {
+	relPoll(t, "the agent's pid", func() bool {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return false
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0
-	}, relTimeout, 10*time.Millisecond, "the agent never wrote its pid")
+	})
 	return pid
 }
 
@@ -287,7 +334,7 @@ func TestAgentSIGKILLedMidTurn(t *testing.T) {
 	default:
 		t.Fatalf("the pending tool call is resolved when the agent dies, got %T", st)
 	}
-	assert.Eventually(t, func() bool { return processGone(pid) }, 10*time.Second, 20*time.Millisecond, "the killed agent is reaped")
+	relPoll(t, "the killed agent to be reaped", func() bool { return processGone(pid) })
 
 	// A late confirmation of the dead turn's tool call is refused, not lost.
 	_, err := c.Confirm(relCtx(t), ch, relApprove(turnID, toolID))
@@ -308,22 +355,20 @@ func TestAgentIgnoringCancelIsKilled(t *testing.T) {
 	env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{})
 	c := env.Client(t)
 	ch := bridgetest.CreateSession(t, c, "script", t.TempDir())
-	ctx := relCtx(t)
 
 	turnID := bridgetest.StartTurn(t, c, ch, "ignore-cancel")
-	_, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool {
+	_, err := c.WaitForChat(relCtx(t), ch, func(s *wire.ChatState) bool {
 		return s.ActiveTurn != nil && strings.Contains(relText(s.ActiveTurn.ResponseParts), "ignoring cancel")
 	})
 	require.NoError(t, err)
 	pid := readPID(t, pidFile)
 
 	start := time.Now()
-	_, err = c.Confirm(ctx, ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
+	_, err = c.CancelTurn(relCtx(t), ch, turnID)
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
-	assert.Eventually(t, func() bool { return processGone(pid) }, 10*time.Second, 20*time.Millisecond,
-		"the agent that ignored session/cancel is killed")
+	relPoll(t, "the agent that ignored session/cancel to be killed", func() bool { return processGone(pid) })
 	t.Logf("turn ended %v after the cancel (grace 500ms)", time.Since(start))
 
 	require.NoError(t, os.Remove(pidFile))
@@ -369,12 +414,14 @@ func TestDisconnectWhilePermissionPending(t *testing.T) {
 	ch := bridgetest.CreateSession(t, a, "script", t.TempDir())
 	turnID := bridgetest.StartTurn(t, a, ch, "permission")
 	toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
+	chat := relChat(t, a, ch)
 	require.NoError(t, a.Close())
 
-	// Nobody is connected: the request waits (policy "ask").
+	// Nobody is connected: the request waits (policy "ask"). Nothing could
+	// announce that it did not go away, so the test gives it time to.
 	time.Sleep(300 * time.Millisecond)
 	var stillPending bool
-	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) {
+	require.True(t, env.Host.ReadChat(chat, func(s *wire.ChatState) {
 		stillPending = s.ActiveTurn != nil && s.ActiveTurn.ID == turnID &&
 			relToolState(s.ActiveTurn.ResponseParts) != nil
 		if stillPending {
@@ -386,8 +433,7 @@ func TestDisconnectWhilePermissionPending(t *testing.T) {
 	b := env.Client(t)
 	_, err := b.Subscribe(relCtx(t), ch)
 	require.NoError(t, err)
-	_, err = b.Confirm(relCtx(t), ch, wire.Action(&wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: toolID,
-		Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow-once")}))
+	_, err = b.ApproveToolCall(relCtx(t), ch, turnID, toolID, "allow-once")
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -403,25 +449,14 @@ func TestDisconnectWhilePermissionPendingPolicy(t *testing.T) {
 			env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{Approve: tc.approve})
 			a := env.Client(t)
 			ch := bridgetest.CreateSession(t, a, "script", t.TempDir())
+			// StartTurn waits for the host's echo, so the host has the
+			// turn before the socket closes (a socket closed with unread
+			// data is reset, and the reset could discard the turnStarted
+			// frame the host had not read yet).
 			turnID := bridgetest.StartTurn(t, a, ch, "permission")
-			// Close only once the host has the turn: a socket closed with
-			// unread data is reset, and the reset can discard the
-			// turnStarted frame the host has not read yet.
-			_, err := a.WaitFor(relCtx(t), ch, func(s *wire.SessionState) bool {
-				if s.ActiveTurn != nil && s.ActiveTurn.ID == turnID {
-					return true
-				}
-				for _, tr := range s.Turns {
-					if tr.ID == turnID {
-						return true
-					}
-				}
-				return false
-			})
-			require.NoError(t, err)
 			require.NoError(t, a.Close())
 			b := env.Client(t)
-			_, err = b.Subscribe(relCtx(t), ch)
+			_, err := b.Subscribe(relCtx(t), ch)
 			require.NoError(t, err)
 			turn := bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 			assert.Equal(t, tc.want, relText(turn.ResponseParts))
@@ -472,10 +507,16 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 		// Reducers stamp modifiedAt from their own clock; one pinned clock
 		// for host and slow client makes their states comparable byte for byte.
 		Host: host.Options{OutboundQueue: 32, Clock: func() int64 { return relEpoch.UnixMilli() }},
+		// Small kernel buffers on both ends (the client's receive buffer
+		// is set below): the kernel then holds only a frame or two of what
+		// the host sends to the stopped client, and the host's queue of 32
+		// fills after about 35 frames. With default buffers loopback holds
+		// megabytes, and filling them cost this test half a minute of JSON
+		// under -race.
+		SendBuffer: 4096,
 	})
 	fast := env.Client(t)
 	ch := bridgetest.CreateSession(t, fast, "script", t.TempDir())
-	ctx := relCtx(t)
 
 	g := newGate()
 	dialer := &websocket.Dialer{
@@ -500,42 +541,44 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 			return &gatedConn{Conn: nc, gate: g}, nil
 		},
 	}
-	slow, err := client.Dial(ctx, env.URL, client.Options{Dialer: dialer, Now: relNow})
+	slow, err := client.Dial(relCtx(t), env.URL, client.Options{Dialer: dialer, Now: relNow})
 	require.NoError(t, err)
 	defer slow.Close()
-	_, err = slow.Initialize(ctx, wire.RootChannel)
+	_, err = slow.Initialize(relCtx(t), client.RootChannel)
 	require.NoError(t, err)
-	_, err = slow.Subscribe(ctx, ch)
+	_, err = slow.Subscribe(relCtx(t), ch)
 	require.NoError(t, err)
 
 	g.close()
 	defer g.release() // whatever happens, let the client's reader end
-	// 10 MiB in 160 frames: more than the kernel buffers on loopback (about
-	// 50 such frames) and the queue hold for the stopped client, while the
-	// reading client keeps up. The chunks are paced (20/s): the host
-	// sequences 64 KiB chunks faster than this in-process client decodes
-	// them under -race on a loaded machine, and an unpaced flood would then
-	// drop the reading client too (docs/performance.md).
-	id := bridgetest.StartTurn(t, fast, ch, "bench 160 65536 20")
+	// 64 frames of 16 KiB: about twice what the small kernel buffers and
+	// the queue hold for the stopped client, while the reading client keeps
+	// up. The chunks are paced (40/s): the host sequences chunks faster than
+	// this in-process client decodes them under -race on a loaded machine,
+	// and an unpaced flood would then drop the reading client too
+	// (docs/performance.md).
+	const frames, frameBytes = 64, 16 << 10
+	id := bridgetest.StartTurn(t, fast, ch, fmt.Sprintf("bench %d %d 40", frames, frameBytes))
 	turn := bridgetest.WaitTurnEnd(t, fast, ch, id, relTimeout)
 	require.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Equal(t, 160*65536, len(relText(turn.ResponseParts)), "the fast client got everything")
+	assert.Equal(t, frames*frameBytes, len(relText(turn.ResponseParts)), "the fast client got everything")
+	relPoll(t, "the host to close the connection that stopped reading", func() bool { return env.Host.Stats().SlowConnectionsClosed >= 1 })
 	assert.Equal(t, int64(1), env.Host.Stats().SlowConnectionsClosed, "only the stopped client was closed")
-	require.Eventually(t, func() bool { return env.Host.Stats().SlowConnectionsClosed >= 1 }, relTimeout, 20*time.Millisecond,
-		"the host closes the connection that stopped reading")
-	require.NoError(t, fast.Ping(ctx), "the other client is unaffected")
+	require.NoError(t, fast.Ping(relCtx(t)), "the other client is unaffected")
 
 	// The slow client wakes up, finds its connection gone, and reconnects.
 	g.release()
 	select {
 	case <-slow.Done():
-	case <-ctx.Done():
+	case <-relCtx(t).Done():
 		t.Fatal("the slow client never noticed that its connection was closed")
 	}
+	// drain collects the serverSeqs c received until until holds or c has
+	// nothing more: a closed client's Next fails once its queue is empty.
 	var seqs []int64
 	drain := func(c *client.Client, until func() bool) {
 		for !until() {
-			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			dctx, cancel := context.WithTimeout(t.Context(), relTimeout)
 			ev, err := c.Next(dctx)
 			cancel()
 			if err != nil {
@@ -548,7 +591,7 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	}
 	drain(slow, func() bool { return false })
 	lastBefore := slow.LastServerSeq()
-	again, res, err := client.Reconnect(ctx, env.URL, slow, client.Options{Now: relNow})
+	again, res, err := client.Reconnect(relCtx(t), env.URL, slow, client.Options{Now: relNow})
 	require.NoError(t, err)
 	defer again.Close()
 	replay, ok := res.Value.(*wire.ReconnectReplayResult)
@@ -566,12 +609,16 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	}
 	require.Equal(t, hostSeq, seqs[len(seqs)-1])
 
-	var hostState, clientState []byte
-	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) { hostState = mustJSON(t, s) }))
+	var hostSession, hostChat []byte
+	chat := relChat(t, again, ch)
+	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) { hostSession = mustJSON(t, s) }))
+	require.True(t, env.Host.ReadChat(chat, func(s *wire.ChatState) { hostChat = mustJSON(t, s) }))
 	st, err := again.Session(ch)
 	require.NoError(t, err)
-	clientState = mustJSON(t, st)
-	assert.JSONEq(t, string(hostState), string(clientState), "the reconnected client's state equals the host's")
+	assert.JSONEq(t, string(hostSession), string(mustJSON(t, st)), "the reconnected client's session equals the host's")
+	cs, err := again.Chat(chat)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(hostChat), string(mustJSON(t, cs)), "the reconnected client's chat equals the host's")
 }
 
 var relEpoch = time.UnixMilli(1_780_000_000_000)
@@ -624,12 +671,11 @@ func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	sink := &textSink{}
-	ctx := relCtx(t)
-	s, err := prov.OpenSession(ctx, backend.SessionOptions{SessionID: "term", Cwd: cwd}, sink)
+	s, err := prov.OpenSession(relCtx(t), backend.SessionOptions{SessionID: "term", Cwd: cwd}, sink)
 	require.NoError(t, err)
-	defer s.Close(ctx)
+	defer s.Close(relCtx(t))
 
-	_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t1", Text: "terminal pwd"})
+	_, err = s.Prompt(relCtx(t), backend.Prompt{TurnID: "t1", Text: "terminal pwd"})
 	require.NoError(t, err)
 	text, _ := sink.take()
 	assert.Equal(t, "exit=0 truncated=false output="+cwd+"\n", text)
@@ -648,7 +694,7 @@ func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 		// clients see the first 4 MiB and a note.
 		{"terminal-limit 1000000000 head -c 20971520 /dev/zero | tr '\\0' x", 16 << 20, 4 << 20, true},
 	} {
-		_, err = s.Prompt(ctx, backend.Prompt{TurnID: "t2", Text: tc.prompt})
+		_, err = s.Prompt(relCtx(t), backend.Prompt{TurnID: "t2", Text: tc.prompt})
 		require.NoError(t, err)
 		got, mirrored := sink.take()
 		require.True(t, strings.HasPrefix(got, "exit=0 truncated=true output="), "%.80s", got)

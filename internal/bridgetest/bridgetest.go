@@ -8,6 +8,7 @@ package bridgetest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -44,6 +45,32 @@ type Env struct {
 type Options struct {
 	Approve string // --approve policy by name (mapping.ParsePolicy); "ask" when empty
 	Host    host.Options
+	// SendBuffer, when positive, is the kernel send buffer (SO_SNDBUF) of
+	// every connection the host accepts. Tests about a client that stops
+	// reading set it small, so that the kernel holds little of what the
+	// host sends and the host's own queue fills after a few frames instead
+	// of megabytes.
+	SendBuffer int
+}
+
+// sendBufferListener sets the send buffer of each accepted connection.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(l.size); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("setting the send buffer of an accepted connection: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // Context returns a context for one wait of a test: it ends after d, or
@@ -82,7 +109,11 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 	h.SetHandler(b)
 	require.NoError(t, b.Start(t.Context()))
 	handler := ws.NewHandler(h, ws.Options{Token: Token, Logger: log})
-	srv := httptest.NewServer(handler)
+	srv := httptest.NewUnstartedServer(handler)
+	if opts.SendBuffer > 0 {
+		srv.Listener = sendBufferListener{Listener: srv.Listener, size: opts.SendBuffer}
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		// The test's own context has ended by now; shutting down gets its
 		// own deadline.
