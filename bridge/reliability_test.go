@@ -667,7 +667,7 @@ func (s *textSink) take() (text, terminal string) {
 // what is mirrored to AHP clients — however much the command prints.
 func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 	prov, _ := pidAgent(t, nil)
-	t.Cleanup(func() { _ = prov.Close(context.Background()) })
+	t.Cleanup(func() { _ = prov.Close(context.WithoutCancel(t.Context())) })
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	sink := &textSink{}
