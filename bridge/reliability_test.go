@@ -23,10 +23,9 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
-	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // The tests in this file prove the fault-handling items of issue #7 through
@@ -40,6 +39,30 @@ const relTimeout = 60 * time.Second
 
 // relCtx returns the context of one wait; see relTimeout.
 func relCtx(t *testing.T) context.Context { return bridgetest.Context(t, relTimeout) }
+
+// relPoll waits, up to its own deadline, until cond holds, for what no
+// event announces (a process gone, a file written, a counter of the host),
+// looking every 10ms.
+func relPoll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := relCtx(t)
+	for !cond() {
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			require.FailNow(t, "waiting for "+what, "%v", ctx.Err())
+		}
+	}
+}
+
+// relChat is the default chat of a session c watches: chat actions go
+// there.
+func relChat(t *testing.T, c *client.Client, session string) string {
+	t.Helper()
+	chat, err := c.DefaultChat(session)
+	require.NoError(t, err)
+	return chat
+}
 
 // ---- an in-process provider that asks one permission per turn ----
 
@@ -139,12 +162,12 @@ func relToolState(parts []wire.ResponsePart) any {
 }
 
 func relApprove(turnID, toolCallID string) wire.StateAction {
-	return wire.Action(&wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: toolCallID, Approved: true,
+	return wire.Action(&wire.ChatToolCallApprovedAction{TurnID: turnID, ToolCallID: toolCallID, Approved: true,
 		Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow")})
 }
 
 func relDeny(turnID, toolCallID string) wire.StateAction {
-	return wire.Action(&wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: toolCallID,
+	return wire.Action(&wire.ChatToolCallDeniedAction{TurnID: turnID, ToolCallID: toolCallID,
 		Reason: wire.ToolCallCancellationReasonDenied, SelectedOptionID: wire.Ptr("reject")})
 }
 
@@ -160,7 +183,7 @@ func TestConfirmationRaceExactlyOneWins(t *testing.T) {
 	// and deny) still race the two confirmations often enough to catch a
 	// host that accepts both or neither.
 	iterations := 1000
-	if testenv.Race {
+	if raceDetector {
 		iterations = 300
 	}
 	// A few turns per session: each wait copies the client's whole session
@@ -209,6 +232,7 @@ func raceRound(t *testing.T, prov *permProvider, a, b *client.Client, ch string,
 		errs  [2]error
 		envs  [2]*wire.ActionEnvelope
 	)
+	chat := relChat(t, a, ch)
 	start.Add(1)
 	for k, c := range []*client.Client{a, b} {
 		ctx, cancel := context.WithTimeout(t.Context(), relTimeout)
@@ -217,7 +241,7 @@ func raceRound(t *testing.T, prov *permProvider, a, b *client.Client, ch string,
 			defer done.Done()
 			defer cancel()
 			start.Wait()
-			envs[k], errs[k] = c.Confirm(ctx, ch, actions[k])
+			envs[k], errs[k] = c.Confirm(ctx, chat, actions[k])
 		}()
 	}
 	start.Done()
@@ -239,7 +263,7 @@ func raceRound(t *testing.T, prov *permProvider, a, b *client.Client, ch string,
 	turn := bridgetest.WaitTurnEnd(t, a, ch, turnID, relTimeout)
 	bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 	want := "reject"
-	if _, approved := actions[winner].Value.(*wire.SessionToolCallApprovedAction); approved {
+	if _, approved := actions[winner].Value.(*wire.ChatToolCallApprovedAction); approved {
 		want = "allow"
 	}
 	got := prov.outcomesOf(turnID)
@@ -258,7 +282,7 @@ func pidAgent(t *testing.T, configure func(*acp.Config)) (*acp.Provider, string)
 	pidFile := filepath.Join(t.TempDir(), "agent.pid")
 	cfg := acp.Config{
 		ID:      "script",
-		Command: []string{"/bin/sh", "-c", `echo $$ > "$0"; exec "$1" demo-agent`, pidFile, bridgetest.Binary(t)},
+		Command: []string{"/bin/sh", "-c", `echo $$ > "$0"; exec "$1"`, pidFile, bridgetest.ScriptAgent(t)},
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -271,14 +295,14 @@ func pidAgent(t *testing.T, configure func(*acp.Config)) (*acp.Provider, string)
 func readPID(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	require.Eventually(t, func() bool {
+	relPoll(t, "the agent's pid", func() bool {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return false
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil && pid > 0
-	}, relTimeout, 10*time.Millisecond, "the agent never wrote its pid")
+	})
 	return pid
 }
 
@@ -310,7 +334,7 @@ func TestAgentSIGKILLedMidTurn(t *testing.T) {
 	default:
 		t.Fatalf("the pending tool call is resolved when the agent dies, got %T", st)
 	}
-	assert.Eventually(t, func() bool { return processGone(pid) }, 10*time.Second, 20*time.Millisecond, "the killed agent is reaped")
+	relPoll(t, "the killed agent to be reaped", func() bool { return processGone(pid) })
 
 	// A late confirmation of the dead turn's tool call is refused, not lost.
 	_, err := c.Confirm(relCtx(t), ch, relApprove(turnID, toolID))
@@ -333,19 +357,18 @@ func TestAgentIgnoringCancelIsKilled(t *testing.T) {
 	ch := bridgetest.CreateSession(t, c, "script", t.TempDir())
 
 	turnID := bridgetest.StartTurn(t, c, ch, "ignore-cancel")
-	_, err := c.WaitFor(relCtx(t), ch, func(s *wire.SessionState) bool {
+	_, err := c.WaitForChat(relCtx(t), ch, func(s *wire.ChatState) bool {
 		return s.ActiveTurn != nil && strings.Contains(relText(s.ActiveTurn.ResponseParts), "ignoring cancel")
 	})
 	require.NoError(t, err)
 	pid := readPID(t, pidFile)
 
 	start := time.Now()
-	_, err = c.Confirm(relCtx(t), ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
+	_, err = c.CancelTurn(relCtx(t), ch, turnID)
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
-	assert.Eventually(t, func() bool { return processGone(pid) }, 10*time.Second, 20*time.Millisecond,
-		"the agent that ignored session/cancel is killed")
+	relPoll(t, "the agent that ignored session/cancel to be killed", func() bool { return processGone(pid) })
 	t.Logf("turn ended %v after the cancel (grace 500ms)", time.Since(start))
 
 	require.NoError(t, os.Remove(pidFile))
@@ -391,12 +414,14 @@ func TestDisconnectWhilePermissionPending(t *testing.T) {
 	ch := bridgetest.CreateSession(t, a, "script", t.TempDir())
 	turnID := bridgetest.StartTurn(t, a, ch, "permission")
 	toolID := bridgetest.WaitPendingTool(t, a, ch, relTimeout)
+	chat := relChat(t, a, ch)
 	require.NoError(t, a.Close())
 
-	// Nobody is connected: the request waits (policy "ask").
+	// Nobody is connected: the request waits (policy "ask"). Nothing could
+	// announce that it did not go away, so the test gives it time to.
 	time.Sleep(300 * time.Millisecond)
 	var stillPending bool
-	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) {
+	require.True(t, env.Host.ReadChat(chat, func(s *wire.ChatState) {
 		stillPending = s.ActiveTurn != nil && s.ActiveTurn.ID == turnID &&
 			relToolState(s.ActiveTurn.ResponseParts) != nil
 		if stillPending {
@@ -408,8 +433,7 @@ func TestDisconnectWhilePermissionPending(t *testing.T) {
 	b := env.Client(t)
 	_, err := b.Subscribe(relCtx(t), ch)
 	require.NoError(t, err)
-	_, err = b.Confirm(relCtx(t), ch, wire.Action(&wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: toolID,
-		Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow-once")}))
+	_, err = b.ApproveToolCall(relCtx(t), ch, turnID, toolID, "allow-once")
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -425,25 +449,14 @@ func TestDisconnectWhilePermissionPendingPolicy(t *testing.T) {
 			env := bridgetest.Start(t, []backend.Provider{prov}, bridgetest.Options{Approve: tc.approve})
 			a := env.Client(t)
 			ch := bridgetest.CreateSession(t, a, "script", t.TempDir())
+			// StartTurn waits for the host's echo, so the host has the
+			// turn before the socket closes (a socket closed with unread
+			// data is reset, and the reset could discard the turnStarted
+			// frame the host had not read yet).
 			turnID := bridgetest.StartTurn(t, a, ch, "permission")
-			// Close only once the host has the turn: a socket closed with
-			// unread data is reset, and the reset can discard the
-			// turnStarted frame the host has not read yet.
-			_, err := a.WaitFor(relCtx(t), ch, func(s *wire.SessionState) bool {
-				if s.ActiveTurn != nil && s.ActiveTurn.ID == turnID {
-					return true
-				}
-				for _, tr := range s.Turns {
-					if tr.ID == turnID {
-						return true
-					}
-				}
-				return false
-			})
-			require.NoError(t, err)
 			require.NoError(t, a.Close())
 			b := env.Client(t)
-			_, err = b.Subscribe(relCtx(t), ch)
+			_, err := b.Subscribe(relCtx(t), ch)
 			require.NoError(t, err)
 			turn := bridgetest.WaitTurnEnd(t, b, ch, turnID, relTimeout)
 			assert.Equal(t, tc.want, relText(turn.ResponseParts))
@@ -531,7 +544,7 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	slow, err := client.Dial(relCtx(t), env.URL, client.Options{Dialer: dialer, Now: relNow})
 	require.NoError(t, err)
 	defer slow.Close()
-	_, err = slow.Initialize(relCtx(t), wire.RootChannel)
+	_, err = slow.Initialize(relCtx(t), client.RootChannel)
 	require.NoError(t, err)
 	_, err = slow.Subscribe(relCtx(t), ch)
 	require.NoError(t, err)
@@ -549,8 +562,7 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	turn := bridgetest.WaitTurnEnd(t, fast, ch, id, relTimeout)
 	require.Equal(t, wire.TurnStateComplete, turn.State)
 	assert.Equal(t, frames*frameBytes, len(relText(turn.ResponseParts)), "the fast client got everything")
-	require.Eventually(t, func() bool { return env.Host.Stats().SlowConnectionsClosed >= 1 }, relTimeout, 20*time.Millisecond,
-		"the host closes the connection that stopped reading")
+	relPoll(t, "the host to close the connection that stopped reading", func() bool { return env.Host.Stats().SlowConnectionsClosed >= 1 })
 	assert.Equal(t, int64(1), env.Host.Stats().SlowConnectionsClosed, "only the stopped client was closed")
 	require.NoError(t, fast.Ping(relCtx(t)), "the other client is unaffected")
 
@@ -597,12 +609,16 @@ func TestSlowReaderIsClosedAndReplaysWithoutGap(t *testing.T) {
 	}
 	require.Equal(t, hostSeq, seqs[len(seqs)-1])
 
-	var hostState, clientState []byte
-	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) { hostState = mustJSON(t, s) }))
+	var hostSession, hostChat []byte
+	chat := relChat(t, again, ch)
+	require.True(t, env.Host.ReadSession(ch, func(s *wire.SessionState) { hostSession = mustJSON(t, s) }))
+	require.True(t, env.Host.ReadChat(chat, func(s *wire.ChatState) { hostChat = mustJSON(t, s) }))
 	st, err := again.Session(ch)
 	require.NoError(t, err)
-	clientState = mustJSON(t, st)
-	assert.JSONEq(t, string(hostState), string(clientState), "the reconnected client's state equals the host's")
+	assert.JSONEq(t, string(hostSession), string(mustJSON(t, st)), "the reconnected client's session equals the host's")
+	cs, err := again.Chat(chat)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(hostChat), string(mustJSON(t, cs)), "the reconnected client's chat equals the host's")
 }
 
 var relEpoch = time.UnixMilli(1_780_000_000_000)
@@ -651,7 +667,7 @@ func (s *textSink) take() (text, terminal string) {
 // what is mirrored to AHP clients — however much the command prints.
 func TestTerminalRunsInCwdAndIsCapped(t *testing.T) {
 	prov, _ := pidAgent(t, nil)
-	t.Cleanup(func() { _ = prov.Close(context.Background()) })
+	t.Cleanup(func() { _ = prov.Close(context.WithoutCancel(t.Context())) })
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	sink := &textSink{}
