@@ -10,16 +10,16 @@ import (
 	"testing"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // FuzzUpdateMapping feeds a sequence of ACP session/update payloads (one
-// per line) through the decoder, the mapping of a turn and the session
-// reducer, as the bridge does with a real agent's output: whatever an agent
-// sends, nothing panics, every action encodes and decodes, and the session
+// per line) through the decoder, the mapping of a turn and the 0.7.0
+// reducers, as the bridge does with a real agent's output: whatever an agent
+// sends, nothing panics, every action encodes and decodes, and the chat
 // state stays encodable after every step.
 func FuzzUpdateMapping(f *testing.F) {
 	inputs, _ := filepath.Glob(filepath.Join("testdata", "decode", "*.json"))
@@ -39,10 +39,13 @@ func FuzzUpdateMapping(f *testing.F) {
 	f.Add(bytes.Join(all, []byte("\n"))) // a whole turn of every kind
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := 0
-		turn := mapping.NewTurn("t1", func() string { n++; return fmt.Sprintf("id-%d", n) })
-		s := &wire.SessionState{Lifecycle: wire.SessionLifecycleReady, Turns: []wire.Turn{}}
 		clock := func() int64 { return 1 }
-		reducer.Session(s, wire.Action(&wire.SessionTurnStartedAction{TurnID: "t1"}), clock)
+		turn := mapping.NewTurn("t1", 0, func() string { n++; return fmt.Sprintf("id-%d", n) }, clock)
+		s := &states{
+			session: &wire.SessionState{Lifecycle: wire.SessionLifecycleReady, ActiveClients: []wire.SessionActiveClient{}, Chats: []wire.ChatSummary{}},
+			chat:    &wire.ChatState{Turns: []wire.Turn{}},
+		}
+		reducer.Chat(s.chat, wire.Action(&wire.ChatTurnStartedAction{TurnID: "t1", StartedAt: reducer.FormatTime(0)}), clock)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			evs, err := acp.DecodeUpdate(line)
 			if err != nil {
@@ -61,18 +64,29 @@ func FuzzUpdateMapping(f *testing.F) {
 		for _, a := range turn.End(backend.TurnResult{StopReason: backend.StopEndTurn}, nil) {
 			applyChecked(t, s, a, clock)
 		}
-		b, err := json.Marshal(s)
+		b, err := json.Marshal(s.chat)
 		if err != nil {
-			t.Fatalf("state does not encode: %v", err)
+			t.Fatalf("chat state does not encode: %v", err)
 		}
-		var back wire.SessionState
+		var back wire.ChatState
 		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("state does not decode: %v\n%s", err, b)
+			t.Fatalf("chat state does not decode: %v\n%s", err, b)
+		}
+		if _, err := json.Marshal(s.session); err != nil {
+			t.Fatalf("session state does not encode: %v", err)
 		}
 	})
 }
 
-func applyChecked(t *testing.T, s *wire.SessionState, a wire.StateAction, clock reducer.Clock) {
+// states are a session and the chat whose turn the mapping follows.
+type states struct {
+	session *wire.SessionState
+	chat    *wire.ChatState
+}
+
+// applyChecked round-trips a through JSON and reduces it into the state of
+// its channel: session/* into the session, chat/* into the chat.
+func applyChecked(t *testing.T, s *states, a wire.StateAction, clock reducer.Clock) {
 	t.Helper()
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -82,8 +96,12 @@ func applyChecked(t *testing.T, s *wire.SessionState, a wire.StateAction, clock 
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("action does not decode: %v\n%s", err, b)
 	}
-	reducer.Session(s, back, clock)
-	if _, err := json.Marshal(s); err != nil {
-		t.Fatalf("state does not encode after %s: %v", b, err)
+	if mapping.OnSession(back) {
+		reducer.Session(s.session, back, clock)
+	} else {
+		reducer.Chat(s.chat, back, clock)
+	}
+	if _, err := json.Marshal(s.chat); err != nil {
+		t.Fatalf("chat state does not encode after %s: %v", b, err)
 	}
 }

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // FuzzFrameMapping feeds a sequence of agent-channel frames (one per line)
 // through DecodeFrame, the turn translation, the AHP mapping and the
-// session reducer, as a session does with a real backend: nothing panics,
+// 0.7.0 session and chat reducers, as a session does with a real backend: nothing panics,
 // every action round-trips through JSON, and the state stays encodable.
 func FuzzFrameMapping(f *testing.F) {
 	inputs, _ := filepath.Glob(filepath.Join("testdata", "translate", "*.input.json"))
@@ -51,11 +51,14 @@ func FuzzFrameMapping(f *testing.F) {
 		})
 		defer stop.Stop()
 		n := 0
-		turn := mapping.NewTurn("t1", func() string { n++; return fmt.Sprintf("id-%d", n) })
-		ts := newTurnState("turn-1")
-		s := &wire.SessionState{Lifecycle: wire.SessionLifecycleReady, Turns: []wire.Turn{}}
 		clock := func() int64 { return 1 }
-		reducer.Session(s, wire.Action(&wire.SessionTurnStartedAction{TurnID: "t1"}), clock)
+		turn := mapping.NewTurn("t1", 0, func() string { n++; return fmt.Sprintf("id-%d", n) }, clock)
+		ts := newTurnState("turn-1")
+		s := &states{
+			session: &wire.SessionState{Lifecycle: wire.SessionLifecycleReady, ActiveClients: []wire.SessionActiveClient{}, Chats: []wire.ChatSummary{}},
+			chat:    &wire.ChatState{Turns: []wire.Turn{}},
+		}
+		reducer.Chat(s.chat, wire.Action(&wire.ChatTurnStartedAction{TurnID: "t1", StartedAt: reducer.FormatTime(0)}), clock)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			fr, err := DecodeFrame(line)
 			if err != nil || fr.Channel != ChannelAgent {
@@ -79,17 +82,28 @@ func FuzzFrameMapping(f *testing.F) {
 		for _, a := range turn.End(backend.TurnResult{StopReason: backend.StopEndTurn}, nil) {
 			mustApply(t, s, a, clock)
 		}
-		b, err := json.Marshal(s)
+		b, err := json.Marshal(s.chat)
 		if err != nil {
-			t.Fatalf("state does not encode: %v", err)
+			t.Fatalf("chat state does not encode: %v", err)
 		}
-		if err := json.Unmarshal(b, new(wire.SessionState)); err != nil {
-			t.Fatalf("state does not decode: %v\n%s", err, b)
+		if err := json.Unmarshal(b, new(wire.ChatState)); err != nil {
+			t.Fatalf("chat state does not decode: %v\n%s", err, b)
+		}
+		if _, err := json.Marshal(s.session); err != nil {
+			t.Fatalf("session state does not encode: %v", err)
 		}
 	})
 }
 
-func mustApply(t *testing.T, s *wire.SessionState, a wire.StateAction, clock reducer.Clock) {
+// states are a session and the chat whose turn the mapping follows.
+type states struct {
+	session *wire.SessionState
+	chat    *wire.ChatState
+}
+
+// mustApply round-trips a through JSON and reduces it into the state of
+// its channel: session/* into the session, chat/* into the chat.
+func mustApply(t *testing.T, s *states, a wire.StateAction, clock reducer.Clock) {
 	t.Helper()
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -99,5 +113,9 @@ func mustApply(t *testing.T, s *wire.SessionState, a wire.StateAction, clock red
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("action does not decode: %v\n%s", err, b)
 	}
-	reducer.Session(s, back, clock)
+	if mapping.OnSession(back) {
+		reducer.Session(s.session, back, clock)
+	} else {
+		reducer.Chat(s.chat, back, clock)
+	}
 }

@@ -1,13 +1,19 @@
 // Package bridge joins the AHP host to the agents behind it.
 //
-// It implements host.Backend: the host hands it accepted client actions
-// (turnStarted, turnCancelled, toolCallConfirmed, inputCompleted,
-// modelChanged, …) and it drives backend sessions (ACP agents, agent-channel
-// backends) accordingly. Events from the agents are translated into AHP
-// actions by package mapping and submitted through the host's sequencer, so
-// client and server actions share one order. The bridge also arbitrates
-// permission requests (the --approve policy, first confirmation wins) and
-// mirrors agent terminals into AHP terminal channels.
+// It implements host.Handler. Each AHP chat is one backend session (an ACP
+// session of the provider's agent process, or an agent-channel connection)
+// working in the AHP session's working directory with the session's
+// settings: createSession opens the default chat's backend session,
+// createChat another of the same provider. The host hands the bridge
+// accepted client actions (turnStarted, turnCancelled, toolCallConfirmed,
+// inputCompleted on a chat; configChanged on the session) and the bridge
+// drives the backend sessions accordingly. Events from the agents are
+// translated into AHP actions by package mapping and submitted through the
+// host's sequencer — a turn's to its chat, the session's (title, settings,
+// _meta, ready or failed) to the session — so client and server actions
+// share one order. The bridge also arbitrates permission requests (the
+// --approve policy, first confirmation wins) and mirrors agent terminals
+// into AHP terminal channels.
 package bridge
 
 import (
@@ -15,24 +21,26 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
-// Host is what the bridge needs from the AHP host.
+// Host is what the bridge needs from the AHP host (*host.Host).
 type Host interface {
 	Dispatch(channel string, a wire.StateAction) (int64, error)
 	ReadSession(channel string, fn func(*wire.SessionState)) bool
+	ReadChat(channel string, fn func(*wire.ChatState)) bool
 	CreateTerminal(channel string, st wire.TerminalState) error
 	RemoveTerminal(channel string)
+	Progress(session, message string)
 }
 
 // Options configure a Bridge.
@@ -45,9 +53,12 @@ type Options struct {
 	// NewID makes identifiers for response parts and input requests; random
 	// UUIDs by default.
 	NewID func() string
+	// Clock returns the current time in Unix milliseconds; turn durations
+	// are measured with it. The wall clock by default.
+	Clock func() int64
 }
 
-// Bridge is the host.Backend of ahp-bridge.
+// Bridge is the host.Handler of ahp-bridge.
 type Bridge struct {
 	opts      Options
 	log       zerolog.Logger
@@ -61,7 +72,8 @@ type Bridge struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	sessions map[string]*session // by channel URI
+	sessions map[string]*session // by session URI
+	chats    map[string]*chat    // by chat URI, of every session
 	models   map[string][]backend.ModelInfo
 	options  map[string][]backend.ConfigOption // the settings each provider's agent last reported
 	closed   bool
@@ -72,6 +84,9 @@ func New(providers []backend.Provider, opts Options) *Bridge {
 	if opts.NewID == nil {
 		opts.NewID = NewUUID
 	}
+	if opts.Clock == nil {
+		opts.Clock = func() int64 { return time.Now().UnixMilli() }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bridge{
 		opts:      opts,
@@ -80,6 +95,7 @@ func New(providers []backend.Provider, opts Options) *Bridge {
 		ctx:       ctx,
 		cancel:    cancel,
 		sessions:  map[string]*session{},
+		chats:     map[string]*chat{},
 		models:    map[string][]backend.ModelInfo{},
 		options:   map[string][]backend.ConfigOption{},
 	}
@@ -116,6 +132,10 @@ func (b *Bridge) publishAgents() error {
 			DisplayName: firstNonEmpty(info.DisplayName, id),
 			Description: info.Description,
 			Models:      []wire.SessionModelInfo{},
+			// Every chat is a backend session of its own, so a session can
+			// have several; none starts from another chat's history (ACP
+			// has no way to seed a session with a transcript).
+			Capabilities: &wire.AgentCapabilities{MultipleChats: &wire.MultipleChatsCapability{}},
 		}
 		for _, m := range models {
 			ai.Models = append(ai.Models, wire.SessionModelInfo{ID: m.ID, Provider: id, Name: firstNonEmpty(m.Name, m.ID)})
@@ -123,7 +143,7 @@ func (b *Bridge) publishAgents() error {
 		agents = append(agents, ai)
 	}
 	b.mu.Unlock()
-	_, err := b.host.Dispatch(rootChannel, wire.Action(wire.RootAgentsChangedAction{Agents: agents}))
+	_, err := b.host.Dispatch(rootChannel, wire.Action(&wire.RootAgentsChangedAction{Agents: agents}))
 	if err != nil {
 		return fmt.Errorf("publishing the agent list: %w", err)
 	}
@@ -184,10 +204,12 @@ func (b *Bridge) ResolveSessionConfig(ctx context.Context, provider string) wire
 	return mapping.SessionConfig(opts)
 }
 
-// CreateSession implements host.Backend: the backend session is opened in
-// the background and the outcome dispatched as session/ready or
-// session/creationFailed.
-func (b *Bridge) CreateSession(ctx context.Context, channel string, params wire.CreateSessionParams) {
+// CreateSession implements host.Handler: the default chat's backend session
+// is opened in the background, with the model of the chat's first draft
+// (what an AHP 0.3.0 client chose at createSession) and then the settings
+// the client asked for; the outcome is dispatched on the session as
+// session/ready or session/creationFailed.
+func (b *Bridge) CreateSession(ctx context.Context, uri, defaultChat string, params wire.CreateSessionParams) {
 	providerID := ""
 	if params.Provider != nil {
 		providerID = *params.Provider
@@ -197,104 +219,167 @@ func (b *Bridge) CreateSession(ctx context.Context, channel string, params wire.
 	}
 	p, ok := b.providers[providerID]
 	if !ok {
-		b.dispatch(channel, wire.SessionCreationFailedAction{Error: wire.ErrorInfo{
+		b.dispatch(uri, &wire.SessionCreationFailedAction{Error: wire.ErrorInfo{
 			ErrorType: "unknownProvider",
 			Message:   fmt.Sprintf("no agent provider %q is configured (have: %s)", providerID, strings.Join(b.order, ", ")),
 		}})
 		return
 	}
-	cwd, err := workingDirectory(params.WorkingDirectory)
+	cwd, err := mapping.WorkingDirectory(params.WorkingDirectories, nil)
 	if err != nil {
-		b.dispatch(channel, wire.SessionCreationFailedAction{Error: wire.ErrorInfo{ErrorType: "invalidWorkingDirectory", Message: err.Error()}})
+		b.dispatch(uri, &wire.SessionCreationFailedAction{Error: wire.ErrorInfo{ErrorType: "invalidWorkingDirectory", Message: err.Error()}})
 		return
 	}
-	s := newSession(b, channel, providerID, cwd)
-	if params.Model != nil {
-		s.model = params.Model.ID
-	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.sessions[channel] = s
-	b.mu.Unlock()
+	model := ""
+	b.host.ReadChat(defaultChat, func(st *wire.ChatState) { model = mapping.TurnModel(wire.Message{}, st.Draft) })
 
+	s := newSession(b, uri, providerID, p, params.WorkingDirectories)
+	c := newChat(s, defaultChat, cwd, true)
+	c.model = model
+	if !b.add(s, c) {
+		return
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		s.open(b.ctx, p)
+		c.open(b.ctx, settingsOf(params.Config))
 	}()
 }
 
-// DisposeSession implements host.Backend.
-func (b *Bridge) DisposeSession(ctx context.Context, channel string) {
-	b.mu.Lock()
-	s := b.sessions[channel]
-	delete(b.sessions, channel)
-	b.mu.Unlock()
-	if s != nil {
-		s.dispose(ctx)
-	}
-}
-
-// ClientAction implements host.Backend.
-func (b *Bridge) ClientAction(ctx context.Context, channel string, action wire.StateAction, origin wire.ActionOrigin) {
-	s := b.session(channel)
+// CreateChat implements host.Handler: the chat gets a backend session of
+// its own, of its session's provider, in the chat's working directory (the
+// session's unless the chat names one of them) and with the session's
+// current settings. Its first turn waits until that session is open.
+func (b *Bridge) CreateChat(ctx context.Context, sessionURI, chatURI string, params wire.CreateChatParams) {
+	s := b.session(sessionURI)
 	if s == nil {
 		return
 	}
+	cwd, cwdErr := mapping.WorkingDirectory(s.dirs, params.WorkingDirectories)
+	var settings []setting
+	b.host.ReadSession(sessionURI, func(st *wire.SessionState) {
+		if st.Config != nil {
+			settings = settingsOf(st.Config.Values)
+		}
+	})
+	c := newChat(s, chatURI, cwd, false)
+	if !b.add(s, c) {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if cwdErr != nil {
+			c.fail(cwdErr)
+			return
+		}
+		c.open(b.ctx, settings)
+	}()
+}
+
+// add registers a session's chat (and the session with its first chat). It
+// reports false once the bridge is closed.
+func (b *Bridge) add(s *session, c *chat) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.sessions[s.uri] = s
+	s.chats[c.uri] = c
+	b.chats[c.uri] = c
+	return true
+}
+
+// DisposeSession implements host.Handler: every chat's backend session is
+// closed (a running turn is cancelled first).
+func (b *Bridge) DisposeSession(ctx context.Context, uri string) {
+	b.mu.Lock()
+	s := b.sessions[uri]
+	delete(b.sessions, uri)
+	var chats []*chat
+	if s != nil {
+		for _, c := range s.chats {
+			chats = append(chats, c)
+			delete(b.chats, c.uri)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range chats {
+		c.dispose(ctx)
+	}
+}
+
+// DisposeChat implements host.Handler: the chat's backend session is
+// closed.
+func (b *Bridge) DisposeChat(ctx context.Context, sessionURI, chatURI string) {
+	b.mu.Lock()
+	c := b.chats[chatURI]
+	delete(b.chats, chatURI)
+	if s := b.sessions[sessionURI]; s != nil {
+		delete(s.chats, chatURI)
+	}
+	b.mu.Unlock()
+	if c != nil {
+		c.dispose(ctx)
+	}
+}
+
+// ClientAction implements host.Handler.
+func (b *Bridge) ClientAction(ctx context.Context, channel string, action wire.StateAction, origin wire.ActionOrigin) {
+	if a, ok := action.Value.(*wire.SessionConfigChangedAction); ok {
+		// A session setting holds for every chat of the session.
+		for _, c := range b.chatsOf(channel) {
+			for _, st := range settingsOf(a.Config) {
+				c.setConfig(st.key, st.value)
+			}
+		}
+		return
+	}
+	c := b.chat(channel)
+	if c == nil {
+		return
+	}
 	switch a := action.Value.(type) {
-	case *wire.SessionTurnStartedAction:
-		s.startTurn(a)
-	case *wire.SessionTurnCancelledAction:
-		s.cancelTurn(ctx, a.TurnID)
-	case *wire.SessionToolCallApprovedAction:
-		s.confirmTool(a.ToolCallID, action)
-	case *wire.SessionToolCallDeniedAction:
-		s.confirmTool(a.ToolCallID, action)
-	case *wire.SessionInputCompletedAction:
-		s.completeInput(a)
-	case *wire.SessionModelChangedAction:
-		s.setConfig("model", a.Model.ID)
-	case *wire.SessionConfigChangedAction:
-		keys := make([]string, 0, len(a.Config))
-		for k := range a.Config {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			s.setConfig(k, fmt.Sprint(a.Config[k]))
-		}
-	case *wire.SessionPendingMessageSetAction:
+	case *wire.ChatTurnStartedAction:
+		c.startTurn(a)
+	case *wire.ChatTurnCancelledAction:
+		c.cancelTurn(ctx, a.TurnID)
+	case *wire.ChatToolCallApprovedAction:
+		c.confirmTool(a.ToolCallID, action)
+	case *wire.ChatToolCallDeniedAction:
+		c.confirmTool(a.ToolCallID, action)
+	case *wire.ChatInputCompletedAction:
+		c.completeInput(a)
+	case *wire.ChatPendingMessageSetAction:
 		if a.Kind == wire.PendingMessageKindSteering {
-			s.log.Debug().Msg("steering message stored; it is sent as the next turn when the current one ends")
+			c.log.Debug().Msg("steering message stored; it is queued as the next turn when the current one ends")
 		}
 	}
 }
 
-// Completions implements host.Backend: the agent's slash commands.
+// Completions implements host.Handler: the agent's slash commands.
 func (b *Bridge) Completions(ctx context.Context, params wire.CompletionsParams) (wire.CompletionsResult, error) {
 	res := wire.CompletionsResult{Items: []wire.CompletionItem{}}
-	s := b.session(params.Channel)
-	if s == nil {
+	c := b.chat(params.Channel)
+	if c == nil {
 		return res, nil
 	}
-	res.Items = s.completions(params)
+	res.Items = c.completions(params)
 	return res, nil
 }
 
-// ResourceRead implements host.Backend: the old and new text of file edits
-// shown in tool call results.
+// ResourceRead implements host.Handler: the old and new text of file edits
+// shown in tool call results, and content the agents sent.
 func (b *Bridge) ResourceRead(ctx context.Context, params wire.ResourceReadParams) (wire.ResourceReadResult, error) {
 	b.mu.Lock()
-	sessions := make([]*session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		sessions = append(sessions, s)
+	chats := make([]*chat, 0, len(b.chats))
+	for _, c := range b.chats {
+		chats = append(chats, c)
 	}
 	b.mu.Unlock()
-	for _, s := range sessions {
-		if r, ok := s.resource(params.URI); ok {
+	for _, c := range chats {
+		if r, ok := c.resource(params.URI); ok {
 			var want wire.ContentEncoding
 			if params.Encoding != nil {
 				want = *params.Encoding
@@ -318,14 +403,14 @@ func (b *Bridge) Close(ctx context.Context) {
 		return
 	}
 	b.closed = true
-	sessions := make([]*session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		sessions = append(sessions, s)
+	chats := make([]*chat, 0, len(b.chats))
+	for _, c := range b.chats {
+		chats = append(chats, c)
 	}
 	b.mu.Unlock()
 
-	for _, s := range sessions {
-		s.shutdown(ctx)
+	for _, c := range chats {
+		c.shutdown(ctx)
 	}
 	b.cancel()
 	for _, id := range b.order {
@@ -342,10 +427,32 @@ func (b *Bridge) Close(ctx context.Context) {
 	}
 }
 
-func (b *Bridge) session(channel string) *session {
+func (b *Bridge) session(uri string) *session {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.sessions[channel]
+	return b.sessions[uri]
+}
+
+func (b *Bridge) chat(uri string) *chat {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.chats[uri]
+}
+
+// chatsOf returns the chats of a session, in URI order.
+func (b *Bridge) chatsOf(sessionURI string) []*chat {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.sessions[sessionURI]
+	if s == nil {
+		return nil
+	}
+	out := make([]*chat, 0, len(s.chats))
+	for _, c := range s.chats {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].uri < out[j].uri })
+	return out
 }
 
 // dispatch submits a server action, logging (not failing) when the host
@@ -356,24 +463,25 @@ func (b *Bridge) dispatch(channel string, v any) {
 	}
 }
 
-// workingDirectory turns createSession's workingDirectory (a file URI or a
-// plain path) into a local directory path.
-func workingDirectory(uri *string) (string, error) {
-	if uri == nil || *uri == "" {
-		return "", nil
+// setting is one session setting as a backend takes it.
+type setting struct{ key, value string }
+
+// settingsOf turns AHP config values into backend settings, in key order
+// (AHP values are JSON primitives; backends take strings).
+func settingsOf(values map[string]any) []setting {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
 	}
-	s := *uri
-	if strings.HasPrefix(s, "file:") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return "", fmt.Errorf("workingDirectory %q is not a valid file URI: %w", s, err)
+	sort.Strings(keys)
+	out := make([]setting, 0, len(keys))
+	for _, k := range keys {
+		if values[k] == nil {
+			continue
 		}
-		s = u.Path
+		out = append(out, setting{k, fmt.Sprint(values[k])})
 	}
-	if !strings.HasPrefix(s, "/") {
-		return "", fmt.Errorf("workingDirectory %q must be an absolute path or file URI", *uri)
-	}
-	return s, nil
+	return out
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -23,7 +23,7 @@ func TestURIs(t *testing.T) {
 func TestLineDiff(t *testing.T) {
 	cases := []struct {
 		old, new       string
-		added, removed int
+		added, removed int64
 	}{
 		{"", "", 0, 0},
 		{"", "a\nb\n", 2, 0},
@@ -61,7 +61,7 @@ func TestOptionKind(t *testing.T) {
 }
 
 func TestTurnAccessors(t *testing.T) {
-	turn := NewTurn("t1", seqIDs())
+	turn := newTestTurn()
 	require.Equal(t, "t1", turn.ID())
 	require.False(t, turn.Ended())
 	require.Equal(t, "c9", turn.ToolCallID("c9"), "unknown ids map to themselves")
@@ -95,13 +95,29 @@ func TestTurnAccessors(t *testing.T) {
 	require.Equal(t, []string{"session/titleChanged"}, actionTypes(t, turn.Apply(backend.TitleChanged{Title: "x"})))
 }
 
+func TestTurnDuration(t *testing.T) {
+	now := int64(turnStart + 42)
+	turn := NewTurn("t1", turnStart, seqIDs(), func() int64 { return now })
+	b, err := json.Marshal(turn.End(backend.TurnResult{StopReason: backend.StopEndTurn}, nil))
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"type":"chat/turnComplete","turnId":"t1","duration":42}]`, string(b))
+
+	// A clock behind the turn's start (another machine's, or one that was
+	// set back) gives 0, never a negative duration.
+	now = turnStart - 5000
+	turn = NewTurn("t2", turnStart, seqIDs(), func() int64 { return now })
+	b, err = json.Marshal(turn.End(backend.TurnResult{StopReason: backend.StopCancelled}, nil))
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"type":"chat/turnCancelled","turnId":"t2","duration":0}]`, string(b))
+}
+
 func TestDisconnectedWithoutError(t *testing.T) {
-	turn := NewTurn("t1", seqIDs())
+	turn := newTestTurn()
 	acts := turn.Apply(backend.Disconnected{})
 	require.Len(t, acts, 1)
 	b, err := json.Marshal(acts[0])
 	require.NoError(t, err)
-	require.JSONEq(t, `{"type":"session/error","turnId":"t1","error":{"errorType":"disconnected","message":"the agent disconnected"}}`, string(b))
+	require.JSONEq(t, `{"type":"chat/error","turnId":"t1","duration":1500,"error":{"errorType":"disconnected","message":"the agent disconnected"}}`, string(b))
 }
 
 func TestSessionEvent(t *testing.T) {

@@ -1,73 +1,69 @@
 package mapping
 
 import (
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
 // This file builds wire values; the rules live in turn.go, tools.go and
 // content.go. Keeping construction here keeps the rules readable and ties
-// the package to the generated types in one place.
+// the package to the generated types in one place. Variant structs fill in
+// their discriminators (type, kind) when encoded, so none is set here.
 
 func act(v any) wire.StateAction { return wire.NewStateAction(v) }
 
 func responsePartAction(turnID string, part wire.ResponsePart) wire.StateAction {
-	return act(&wire.SessionResponsePartAction{Type: wire.ActionTypeSessionResponsePart, TurnID: turnID, Part: part})
+	return act(&wire.ChatResponsePartAction{TurnID: turnID, Part: part})
 }
 
 func markdownPart(id, content string) wire.ResponsePart {
-	return wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: id, Content: content})
+	return wire.NewResponsePart(&wire.MarkdownResponsePart{ID: id, Content: content})
 }
 
 func reasoningPart(id, content string) wire.ResponsePart {
-	return wire.NewResponsePart(&wire.ReasoningResponsePart{Kind: wire.ResponsePartKindReasoning, ID: id, Content: content})
+	return wire.NewResponsePart(&wire.ReasoningResponsePart{ID: id, Content: content})
 }
 
 func contentRefPart(uri, contentType string, size int64) wire.ResponsePart {
-	return wire.NewResponsePart(&wire.ResourceReponsePart{
-		Kind: wire.ResponsePartKindContentRef, URI: uri, ContentType: wire.Ptr(contentType), SizeHint: wire.Ptr(size),
-	})
+	return wire.NewResponsePart(&wire.ResourceReponsePart{URI: uri, ContentType: wire.Ptr(contentType), SizeHint: wire.Ptr(size)})
 }
 
 func systemNotificationPart(markdown string) wire.ResponsePart {
-	return wire.NewResponsePart(&wire.SystemNotificationResponsePart{
-		Kind: wire.ResponsePartKindSystemNotification, Content: wire.MarkdownText(markdown),
-	})
+	return wire.NewResponsePart(&wire.SystemNotificationResponsePart{Content: wire.MarkdownText(markdown)})
 }
 
 func deltaAction(turnID, partID, content string) wire.StateAction {
-	return act(&wire.SessionDeltaAction{Type: wire.ActionTypeSessionDelta, TurnID: turnID, PartID: partID, Content: content})
+	return act(&wire.ChatDeltaAction{TurnID: turnID, PartID: partID, Content: content})
 }
 
 func reasoningAction(turnID, partID, content string) wire.StateAction {
-	return act(&wire.SessionReasoningAction{Type: wire.ActionTypeSessionReasoning, TurnID: turnID, PartID: partID, Content: content})
+	return act(&wire.ChatReasoningAction{TurnID: turnID, PartID: partID, Content: content})
 }
 
-func toolCallStartAction(turnID, toolCallID, toolName, displayName string, meta map[string]any) wire.StateAction {
-	return act(&wire.SessionToolCallStartAction{
-		Type: wire.ActionTypeSessionToolCallStart, TurnID: turnID, ToolCallID: toolCallID,
-		ToolName: toolName, DisplayName: displayName, Meta: meta,
-	})
+func toolCallStartAction(turnID, toolCallID, toolName, displayName, intention string, meta map[string]any) wire.StateAction {
+	a := &wire.ChatToolCallStartAction{TurnID: turnID, ToolCallID: toolCallID, ToolName: toolName, DisplayName: displayName, Meta: meta}
+	if intention != "" {
+		a.Intention = wire.Ptr(intention)
+	}
+	return act(a)
 }
 
 func toolCallDeltaAction(turnID, toolCallID, content string) wire.StateAction {
-	return act(&wire.SessionToolCallDeltaAction{
-		Type: wire.ActionTypeSessionToolCallDelta, TurnID: turnID, ToolCallID: toolCallID, Content: content,
-	})
+	return act(&wire.ChatToolCallDeltaAction{TurnID: turnID, ToolCallID: toolCallID, Content: wire.Ptr(content)})
 }
 
 // toolCallProgressAction updates the progress message of a streaming tool
 // call without adding input.
 func toolCallProgressAction(turnID, toolCallID, message string) wire.StateAction {
-	return act(&wire.SessionToolCallDeltaAction{
-		Type: wire.ActionTypeSessionToolCallDelta, TurnID: turnID, ToolCallID: toolCallID,
-		InvocationMessage: wire.Ptr(wire.PlainText(message)),
+	return act(&wire.ChatToolCallDeltaAction{
+		TurnID: turnID, ToolCallID: toolCallID, InvocationMessage: wire.Ptr(wire.PlainText(message)),
 	})
 }
 
 // readyFields are the parts of a toolCallReady action.
 type readyFields struct {
 	invocation        string
+	intention         string // "" when unchanged since toolCallStart
 	toolInput         string
 	confirmationTitle string
 	edits             []fileEditFields
@@ -76,13 +72,16 @@ type readyFields struct {
 }
 
 func toolCallReadyAction(turnID, toolCallID string, f readyFields) wire.StateAction {
-	a := &wire.SessionToolCallReadyAction{
-		Type: wire.ActionTypeSessionToolCallReady, TurnID: turnID, ToolCallID: toolCallID,
+	a := &wire.ChatToolCallReadyAction{
+		TurnID: turnID, ToolCallID: toolCallID,
 		InvocationMessage: wire.PlainText(f.invocation),
 		Options:           f.options,
 	}
+	if f.intention != "" {
+		a.Intention = wire.Ptr(f.intention)
+	}
 	if f.toolInput != "" {
-		a.ToolInput = wire.Ptr(f.toolInput)
+		a.ToolInput = wire.Ptr(wire.ToolInputText(f.toolInput))
 	}
 	if f.confirmationTitle != "" {
 		a.ConfirmationTitle = wire.Ptr(wire.PlainText(f.confirmationTitle))
@@ -105,9 +104,7 @@ func toolCallContentChangedAction(turnID, toolCallID string, content []wire.Tool
 	if content == nil {
 		content = []wire.ToolResultContent{}
 	}
-	return act(&wire.SessionToolCallContentChangedAction{
-		Type: wire.ActionTypeSessionToolCallContentChanged, TurnID: turnID, ToolCallID: toolCallID, Content: content,
-	})
+	return act(&wire.ChatToolCallContentChangedAction{TurnID: turnID, ToolCallID: toolCallID, Content: content})
 }
 
 // resultFields are the parts of a toolCallComplete result.
@@ -129,23 +126,19 @@ func toolCallCompleteAction(turnID, toolCallID string, meta map[string]any, f re
 	if f.errMsg != "" {
 		r.Error = &wire.ToolCallError{Message: f.errMsg}
 	}
-	return act(&wire.SessionToolCallCompleteAction{
-		Type: wire.ActionTypeSessionToolCallComplete, TurnID: turnID, ToolCallID: toolCallID, Meta: meta, Result: r,
-	})
+	return act(&wire.ChatToolCallCompleteAction{TurnID: turnID, ToolCallID: toolCallID, Meta: meta, Result: r})
 }
 
 // toolCallConfirmedAction is the server-side confirmation the approval
 // policy dispatches.
 func toolCallConfirmedAction(turnID, toolCallID string, approve bool) wire.StateAction {
 	if approve {
-		return act(&wire.SessionToolCallApprovedAction{
-			Type: wire.ActionTypeSessionToolCallConfirmed, TurnID: turnID, ToolCallID: toolCallID,
-			Approved: true, Confirmed: wire.ToolCallConfirmationReasonSetting,
+		return act(&wire.ChatToolCallApprovedAction{
+			TurnID: turnID, ToolCallID: toolCallID, Approved: true, Confirmed: wire.ToolCallConfirmationReasonSetting,
 		})
 	}
-	return act(&wire.SessionToolCallDeniedAction{
-		Type: wire.ActionTypeSessionToolCallConfirmed, TurnID: turnID, ToolCallID: toolCallID,
-		Approved: false, Reason: wire.ToolCallCancellationReasonDenied,
+	return act(&wire.ChatToolCallDeniedAction{
+		TurnID: turnID, ToolCallID: toolCallID, Reason: wire.ToolCallCancellationReasonDenied,
 		ReasonMessage: wire.Ptr(wire.PlainText("Denied by the bridge's approval policy")),
 	})
 }
@@ -166,7 +159,7 @@ func (f *fileSide) contentRef() wire.ContentRef {
 // preview or tool result).
 type fileEditFields struct {
 	before, after  *fileSide
-	added, removed int
+	added, removed int64
 }
 
 func (e fileEditFields) wire() (before, after *wire.FileSnapshot, diff *wire.DiffStat) {
@@ -180,17 +173,15 @@ func (e fileEditFields) wire() (before, after *wire.FileSnapshot, diff *wire.Dif
 }
 
 func textContent(s string) wire.ToolResultContent {
-	return wire.NewToolResultContent(&wire.ToolResultTextContent{Type: wire.ToolResultContentTypeText, Text: s})
+	return wire.NewToolResultContent(&wire.ToolResultTextContent{Text: s})
 }
 
 func embeddedContent(data, contentType string) wire.ToolResultContent {
-	return wire.NewToolResultContent(&wire.ToolResultEmbeddedResourceContent{
-		Type: wire.ToolResultContentTypeEmbeddedResource, Data: data, ContentType: contentType,
-	})
+	return wire.NewToolResultContent(&wire.ToolResultEmbeddedResourceContent{Data: data, ContentType: contentType})
 }
 
 func resourceContent(uri, contentType string) wire.ToolResultContent {
-	c := &wire.ToolResultResourceContent{Type: wire.ToolResultContentTypeResource, URI: uri}
+	c := &wire.ToolResultResourceContent{URI: uri}
 	if contentType != "" {
 		c.ContentType = wire.Ptr(contentType)
 	}
@@ -199,15 +190,17 @@ func resourceContent(uri, contentType string) wire.ToolResultContent {
 
 func fileEditContent(e fileEditFields) wire.ToolResultContent {
 	before, after, diff := e.wire()
-	return wire.NewToolResultContent(&wire.ToolResultFileEditContent{
-		Type: wire.ToolResultContentTypeFileEdit, Before: before, After: after, Diff: diff,
-	})
+	return wire.NewToolResultContent(&wire.ToolResultFileEditContent{Before: before, After: after, Diff: diff})
 }
 
-func terminalContent(resource, title string) wire.ToolResultContent {
-	return wire.NewToolResultContent(&wire.ToolResultTerminalContent{
-		Type: wire.ToolResultContentTypeTerminal, Resource: resource, Title: title,
-	})
+// terminalContent refers to a terminal channel; result carries the
+// command's exit code once the Turn has seen it exit.
+func terminalContent(resource, title string, exitCode *int64) wire.ToolResultContent {
+	c := &wire.ToolResultTerminalContent{Resource: resource, Title: title}
+	if exitCode != nil {
+		c.Result = &wire.TerminalCommandResult{ExitCode: wire.Ptr(*exitCode)}
+	}
+	return wire.NewToolResultContent(c)
 }
 
 func usageAction(turnID string, u backend.Usage) wire.StateAction {
@@ -218,41 +211,42 @@ func usageAction(turnID string, u backend.Usage) wire.StateAction {
 	if u.Model != "" {
 		info.Model = wire.Ptr(u.Model)
 	}
-	return act(&wire.SessionUsageAction{Type: wire.ActionTypeSessionUsage, TurnID: turnID, Usage: info})
+	return act(&wire.ChatUsageAction{TurnID: turnID, Usage: info})
 }
 
-func errorAction(turnID, errType, msg string) wire.StateAction {
-	return act(&wire.SessionErrorAction{
-		Type: wire.ActionTypeSessionError, TurnID: turnID, Error: wire.ErrorInfo{ErrorType: errType, Message: msg},
-	})
+func errorAction(turnID string, duration int64, errType, msg string) wire.StateAction {
+	return act(&wire.ChatErrorAction{TurnID: turnID, Duration: duration, Error: wire.ErrorInfo{ErrorType: errType, Message: msg}})
 }
 
-func turnCompleteAction(turnID string) wire.StateAction {
-	return act(&wire.SessionTurnCompleteAction{Type: wire.ActionTypeSessionTurnComplete, TurnID: turnID})
+func turnCompleteAction(turnID string, duration int64) wire.StateAction {
+	return act(&wire.ChatTurnCompleteAction{TurnID: turnID, Duration: duration})
 }
 
-func turnCancelledAction(turnID string) wire.StateAction {
-	return act(&wire.SessionTurnCancelledAction{Type: wire.ActionTypeSessionTurnCancelled, TurnID: turnID})
+func turnCancelledAction(turnID string, duration int64) wire.StateAction {
+	return act(&wire.ChatTurnCancelledAction{TurnID: turnID, Duration: duration})
 }
 
 func titleChangedAction(title string) wire.StateAction {
-	return act(&wire.SessionTitleChangedAction{Type: wire.ActionTypeSessionTitleChanged, Title: title})
+	return act(&wire.SessionTitleChangedAction{Title: title})
 }
 
 func configChangedAction(values map[string]any) wire.StateAction {
 	if values == nil {
 		values = map[string]any{}
 	}
-	return act(&wire.SessionConfigChangedAction{Type: wire.ActionTypeSessionConfigChanged, Config: values})
+	return act(&wire.SessionConfigChangedAction{Config: values})
 }
 
 func metaChangedAction(meta map[string]any) wire.StateAction {
-	return act(&wire.SessionMetaChangedAction{Type: wire.ActionTypeSessionMetaChanged, Meta: meta})
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return act(&wire.SessionMetaChangedAction{Meta: meta})
 }
 
-// activityAction sets the session's activity; "" clears it.
+// activityAction sets the chat's activity; "" clears it.
 func activityAction(activity string) wire.StateAction {
-	a := &wire.SessionActivityChangedAction{Type: wire.ActionTypeSessionActivityChanged}
+	a := &wire.ChatActivityChangedAction{}
 	if activity != "" {
 		a.Activity = wire.Ptr(activity)
 	}
@@ -261,47 +255,28 @@ func activityAction(activity string) wire.StateAction {
 
 // inputRequest builds an input request with one required text question
 // per string.
-func inputRequest(id string, questions []string, ids func() string) wire.SessionInputRequest {
-	req := wire.SessionInputRequest{ID: id, Questions: make([]wire.SessionInputQuestion, 0, len(questions))}
+func inputRequest(id string, questions []string, ids func() string) wire.ChatInputRequest {
+	req := wire.ChatInputRequest{ID: id, Questions: make([]wire.ChatInputQuestion, 0, len(questions))}
 	for _, q := range questions {
-		req.Questions = append(req.Questions, wire.NewSessionInputQuestion(&wire.SessionInputTextQuestion{
-			Kind: wire.SessionInputQuestionKindText, ID: ids(), Message: q, Required: wire.Ptr(true),
+		req.Questions = append(req.Questions, wire.NewChatInputQuestion(&wire.ChatInputTextQuestion{
+			ID: ids(), Message: q, Required: wire.Ptr(true),
 		}))
 	}
 	return req
 }
 
-func inputRequestID(req wire.SessionInputRequest) string { return req.ID }
-
-func inputRequestedAction(req wire.SessionInputRequest) wire.StateAction {
-	return act(&wire.SessionInputRequestedAction{Type: wire.ActionTypeSessionInputRequested, Request: req})
-}
-
-// questionID returns the id of any question variant.
-func questionID(q wire.SessionInputQuestion) string {
-	switch v := q.Value.(type) {
-	case *wire.SessionInputTextQuestion:
-		return v.ID
-	case *wire.SessionInputNumberQuestion:
-		return v.ID
-	case *wire.SessionInputBooleanQuestion:
-		return v.ID
-	case *wire.SessionInputSingleSelectQuestion:
-		return v.ID
-	case *wire.SessionInputMultiSelectQuestion:
-		return v.ID
-	}
-	return ""
+func inputRequestedAction(req wire.ChatInputRequest) wire.StateAction {
+	return act(&wire.ChatInputRequestedAction{Request: req})
 }
 
 // commandItem is the completion item of one slash command.
-func commandItem(name string, start, end int, meta map[string]any) wire.CompletionItem {
+func commandItem(name string, start, end int64, meta map[string]any) wire.CompletionItem {
 	return wire.CompletionItem{
 		InsertText: "/" + name + " ",
 		RangeStart: wire.Ptr(start),
 		RangeEnd:   wire.Ptr(end),
 		Attachment: wire.NewMessageAttachment(&wire.SimpleMessageAttachment{
-			Type: wire.MessageAttachmentKindSimple, Label: "/" + name, DisplayKind: wire.Ptr("command"), Meta: meta,
+			Label: "/" + name, DisplayKind: wire.Ptr("command"), Meta: meta,
 		}),
 	}
 }

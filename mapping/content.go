@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -59,8 +59,9 @@ func (t *Turn) toolContent(ts *toolState) []wire.ToolResultContent {
 
 // convertContent converts one ACP tool-call content item: text → text;
 // other blocks → embedded or referenced resources; diff → fileEdit plus a
-// text summary; terminal → terminal content; anything else → its JSON as
-// text, so it is never lost.
+// text summary; terminal → terminal content (with the exit code once the
+// terminal has exited); anything else → its JSON as text, so it is never
+// lost.
 func (t *Turn) convertContent(ts *toolState, n int, c backend.ToolContent) []wire.ToolResultContent {
 	switch c.Type {
 	case "content":
@@ -72,7 +73,11 @@ func (t *Turn) convertContent(ts *toolState, n int, c backend.ToolContent) []wir
 		edit, added, removed := t.fileEdit(ts, n, c)
 		return []wire.ToolResultContent{fileEditContent(edit), textContent(diffSummary(c, added, removed))}
 	case "terminal":
-		return []wire.ToolResultContent{terminalContent(TerminalChannel(c.TerminalID), "Terminal "+c.TerminalID)}
+		var exit *int64
+		if code, ok := t.exits[c.TerminalID]; ok {
+			exit = &code
+		}
+		return []wire.ToolResultContent{terminalContent(TerminalChannel(c.TerminalID), "Terminal "+c.TerminalID, exit)}
 	}
 	return []wire.ToolResultContent{textContent(fmt.Sprintf("[%s]\n%s", orDefault(c.Type, "unknown content"), fenceJSON(c.Raw)))}
 }
@@ -92,7 +97,7 @@ func blockContent(b backend.ContentBlock) wire.ToolResultContent {
 }
 
 // fileEdit publishes the old and new text of a diff and describes it.
-func (t *Turn) fileEdit(ts *toolState, n int, c backend.ToolContent) (edit fileEditFields, added, removed int) {
+func (t *Turn) fileEdit(ts *toolState, n int, c backend.ToolContent) (edit fileEditFields, added, removed int64) {
 	file := FileURI(c.Path)
 	newURI := DiffURI(t.id, ts.ahpID, n, "new")
 	t.resources[newURI] = Resource{Data: c.NewText, ContentType: "text/plain"}
@@ -122,7 +127,7 @@ func (t *Turn) edits(ts *toolState) []fileEditFields {
 	return out
 }
 
-func diffSummary(c backend.ToolContent, added, removed int) string {
+func diffSummary(c backend.ToolContent, added, removed int64) string {
 	verb := "Edited"
 	if c.OldText == nil {
 		verb = "Created"
@@ -133,8 +138,8 @@ func diffSummary(c backend.ToolContent, added, removed int) string {
 // lineDiff counts added and removed lines between two texts. It matches
 // equal lines as a multiset, which is exact for pure insertions/deletions and
 // a close estimate for moves; it is only display metadata.
-func lineDiff(oldText, newText string) (added, removed int) {
-	count := map[string]int{}
+func lineDiff(oldText, newText string) (added, removed int64) {
+	count := map[string]int64{}
 	for _, l := range splitLines(oldText) {
 		count[l]++
 	}

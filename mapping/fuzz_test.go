@@ -6,14 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // FuzzTurn feeds arbitrary scenarios (the testdata/turn format) to a Turn
-// and the resulting actions to the session reducer: whatever a backend
-// sends, mapping must neither panic nor produce actions that do not encode,
-// and the reducer must accept what it produces.
+// and the resulting actions to the session and chat reducers: whatever a
+// backend sends, mapping must neither panic nor produce actions that do not
+// encode, and the reducers must accept what it produces.
 func FuzzTurn(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "turn", "*.in.json"))
 	for _, file := range files {
@@ -26,9 +25,8 @@ func FuzzTurn(f *testing.F) {
 		if err := json.Unmarshal(data, &steps); err != nil {
 			return
 		}
-		turn := NewTurn("t1", seqIDs())
-		s := &wire.SessionState{Lifecycle: wire.SessionLifecycleReady, Turns: []wire.Turn{}}
-		reducer.Session(s, wire.Action(&wire.SessionTurnStartedAction{TurnID: "t1"}), pinnedClock)
+		turn := newTestTurn()
+		r := newReplay(t)
 		for _, st := range steps {
 			got, client, ok := applyStep(turn, st)
 			if !ok {
@@ -46,11 +44,14 @@ func FuzzTurn(f *testing.F) {
 				if err := json.Unmarshal(b, &back); err != nil {
 					t.Fatalf("action does not decode: %v\n%s", err, b)
 				}
-				reducer.Session(s, a, pinnedClock)
+				r.apply(back)
 			}
 		}
-		if _, err := json.Marshal(s); err != nil {
-			t.Fatalf("state does not encode: %v", err)
+		if _, err := json.Marshal(r.session); err != nil {
+			t.Fatalf("session state does not encode: %v", err)
+		}
+		if _, err := json.Marshal(r.chat); err != nil {
+			t.Fatalf("chat state does not encode: %v", err)
 		}
 	})
 }

@@ -8,70 +8,96 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-func pinnedClock() int64 { return 9999 }
+func pinnedClock() int64 { return turnStart + turnDuration }
 
-// newActiveSession is a ready session whose turn t1 has just started.
-func newActiveSession(t *testing.T) *wire.SessionState {
+// replay is a ready session and its chat, whose turn t1 has just started:
+// what the bridge's actions land on in the host.
+type replay struct {
+	session *wire.SessionState
+	chat    *wire.ChatState
+}
+
+func newReplay(t *testing.T) *replay {
 	t.Helper()
 	cfg := SessionConfig(nil)
-	s := &wire.SessionState{
-		Summary:   wire.SessionSummary{Resource: "ahp-session:/s1", Provider: "test", Title: "test"},
-		Lifecycle: wire.SessionLifecycleReady,
-		Turns:     []wire.Turn{},
-		Config:    &cfg,
+	r := &replay{
+		session: &wire.SessionState{
+			Provider: "test", Title: "test", Lifecycle: wire.SessionLifecycleReady,
+			ActiveClients: []wire.SessionActiveClient{}, Chats: []wire.ChatSummary{}, Config: &cfg,
+		},
+		chat: &wire.ChatState{Resource: "ahp-chat:/c1", Turns: []wire.Turn{}},
 	}
-	reducer.Session(s, wire.Action(&wire.SessionTurnStartedAction{
-		TurnID:  "t1",
-		Message: wire.Message{Text: "go", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}},
+	reducer.Chat(r.chat, wire.Action(&wire.ChatTurnStartedAction{
+		TurnID:    "t1",
+		StartedAt: reducer.FormatTime(turnStart),
+		Message:   wire.Message{Text: "go", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}},
 	}), pinnedClock)
-	require.NotNil(t, s.ActiveTurn)
-	return s
+	require.NotNil(t, r.chat.ActiveTurn)
+	return r
+}
+
+// apply reduces a into the state of the channel it belongs to.
+func (r *replay) apply(a wire.StateAction) {
+	if OnSession(a) {
+		reducer.Session(r.session, a, pinnedClock)
+		return
+	}
+	reducer.Chat(r.chat, a, pinnedClock)
+}
+
+// encoded is both states as JSON, to tell whether an action changed them.
+func (r *replay) encoded(t *testing.T) string {
+	t.Helper()
+	b, err := json.Marshal([]any{r.session, r.chat})
+	require.NoError(t, err)
+	return string(b)
 }
 
 // TestGoldenThroughReducer feeds every scenario's actions (with the client's
-// confirmations in between) through the AHP session reducer and checks that
-// each action takes effect — the reducer silently ignores actions that do not
-// fit the state, which would hide a mapping bug — and that the resulting
-// state says what the events said.
+// confirmations in between) through the AHP 0.7.0 reducers, session/*
+// actions into the session and chat/* into the chat, and checks that each
+// action takes effect — the reducers silently ignore actions that do not fit
+// the state, which would hide a mapping bug — and that the resulting state
+// says what the events said.
 func TestGoldenThroughReducer(t *testing.T) {
 	for _, file := range scenarioFiles(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".in.json")
 		t.Run(name, func(t *testing.T) {
 			steps := loadSteps(t, file)
 			_, _, timeline := runTimeline(t, steps)
-			s := newActiveSession(t)
+			r := newReplay(t)
 
 			text := map[string]string{} // part id → streamed text
 			completed := map[string]bool{}
 			for i, a := range timeline {
-				before, err := json.Marshal(s)
-				require.NoError(t, err)
-				reducer.Session(s, a, pinnedClock)
-				after, err := json.Marshal(s)
-				require.NoError(t, err)
+				before := r.encoded(t)
+				r.apply(a)
 				raw, _ := json.Marshal(a)
-				require.NotEqual(t, string(before), string(after), "action %d had no effect: %s", i, raw)
+				require.NotEqual(t, before, r.encoded(t), "action %d had no effect: %s", i, raw)
 
 				switch v := a.Value.(type) {
-				case *wire.SessionDeltaAction:
+				case *wire.ChatDeltaAction:
 					text[v.PartID] += v.Content
-				case *wire.SessionReasoningAction:
+				case *wire.ChatReasoningAction:
 					text[v.PartID] += v.Content
-				case *wire.SessionToolCallCompleteAction:
+				case *wire.ChatToolCallCompleteAction:
 					completed[v.ToolCallID] = v.Result.Success
 				}
 			}
 
-			// The state must survive JSON.
-			b, err := json.Marshal(s)
+			// The states must survive JSON.
+			b, err := json.Marshal(r.session)
 			require.NoError(t, err)
-			var back wire.SessionState
-			require.NoError(t, json.Unmarshal(b, &back))
+			require.NoError(t, json.Unmarshal(b, new(wire.SessionState)))
+			b, err = json.Marshal(r.chat)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, new(wire.ChatState)))
 
+			s := r.chat
 			parts := finalParts(t, s)
 			seen := map[string]bool{}
 			for _, p := range parts {
@@ -107,6 +133,8 @@ func TestGoldenThroughReducer(t *testing.T) {
 			require.Nil(t, s.ActiveTurn, "turn must have ended")
 			require.Len(t, s.Turns, 1)
 			require.Equal(t, ended, string(s.Turns[0].State))
+			require.Equal(t, wire.Ptr[int64](turnDuration), s.Turns[0].Duration, "the turn's duration")
+			require.Equal(t, wire.Ptr(reducer.FormatTime(turnStart)), s.Turns[0].StartedAt)
 		})
 	}
 }
@@ -132,7 +160,7 @@ func lastEnd(steps []step) string {
 	return ""
 }
 
-func finalParts(t *testing.T, s *wire.SessionState) []wire.ResponsePart {
+func finalParts(t *testing.T, s *wire.ChatState) []wire.ResponsePart {
 	t.Helper()
 	if s.ActiveTurn != nil {
 		return s.ActiveTurn.ResponseParts
@@ -164,16 +192,17 @@ func TestReducerToolCallOutcomes(t *testing.T) {
 		"agentchan_task":    {"tc1": "completed", "tc2": "completed"},
 		"permission_reopen": {"c1": "completed", "c1#2": "completed"},
 		"tool_failed":       {"c1": "completed"},
+		"tool_intention":    {"a1": "completed", "b1": "completed", "c1": "completed"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, _, timeline := runTimeline(t, loadSteps(t, filepath.Join("testdata", "turn", name+".in.json")))
-			s := newActiveSession(t)
+			r := newReplay(t)
 			for _, a := range timeline {
-				reducer.Session(s, a, pinnedClock)
+				r.apply(a)
 			}
 			got := map[string]string{}
-			for _, p := range finalParts(t, s) {
+			for _, p := range finalParts(t, r.chat) {
 				if v, ok := p.Value.(*wire.ToolCallResponsePart); ok {
 					id, status := toolCallStatus(t, v.ToolCall)
 					got[id] = status
@@ -182,4 +211,23 @@ func TestReducerToolCallOutcomes(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+// TestToolCallIntentions pins what clients show as each tool call's
+// intention: none for a title that only names the tool, the ACP title
+// otherwise, and a title the agent changed before the call ran replaces
+// the provisional one.
+func TestToolCallIntentions(t *testing.T) {
+	_, _, timeline := runTimeline(t, loadSteps(t, filepath.Join("testdata", "turn", "tool_intention.in.json")))
+	r := newReplay(t)
+	for _, a := range timeline {
+		r.apply(a)
+	}
+	got := map[string]string{}
+	for _, p := range finalParts(t, r.chat) {
+		if v, ok := p.Value.(*wire.ToolCallResponsePart); ok {
+			got[v.ToolCall.ToolCallID()] = deref(v.ToolCall.Intention())
+		}
+	}
+	require.Equal(t, map[string]string{"a1": "", "b1": "Read /p/b.txt", "c1": "Run `go test ./mapping`"}, got)
 }

@@ -3,11 +3,12 @@ package mapping
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -29,7 +30,7 @@ func AutoOutcome(options []backend.PermissionOption, approve bool) backend.Permi
 	return backend.PermissionOutcome{Cancelled: true}
 }
 
-// Confirmation is a client's session/toolCallConfirmed, whichever variant
+// Confirmation is a client's chat/toolCallConfirmed, whichever variant
 // (wire.StateAction carries the approved and the denied form as different
 // types).
 type Confirmation struct {
@@ -38,39 +39,39 @@ type Confirmation struct {
 	Approved         bool
 	SelectedOptionID string
 	// Action is the action as PermissionOutcome takes it.
-	Action *wire.SessionToolCallConfirmedAction
+	Action *wire.ChatToolCallConfirmedAction
 }
 
-// ConfirmationOf recognises a session/toolCallConfirmed action; ok is false
+// ConfirmationOf recognises a chat/toolCallConfirmed action; ok is false
 // for any other action.
 func ConfirmationOf(a wire.StateAction) (c Confirmation, ok bool) {
 	switch v := a.Value.(type) {
-	case *wire.SessionToolCallApprovedAction:
+	case *wire.ChatToolCallApprovedAction:
 		c = Confirmation{TurnID: v.TurnID, ToolCallID: v.ToolCallID, Approved: true, SelectedOptionID: deref(v.SelectedOptionID)}
-	case *wire.SessionToolCallDeniedAction:
+	case *wire.ChatToolCallDeniedAction:
 		c = Confirmation{TurnID: v.TurnID, ToolCallID: v.ToolCallID, SelectedOptionID: deref(v.SelectedOptionID)}
 	default:
 		return Confirmation{}, false
 	}
-	action := wire.NewSessionToolCallConfirmedAction(a.Value)
+	action := wire.NewChatToolCallConfirmedAction(a.Value)
 	c.Action = &action
 	return c, true
 }
 
-// PermissionOutcome turns a client's session/toolCallConfirmed into the
+// PermissionOutcome turns a client's chat/toolCallConfirmed into the
 // backend's answer: the selected option when it is one of the backend's;
 // otherwise by approval (see AutoOutcome). A nil or unrecognised action
 // cancels.
-func PermissionOutcome(options []backend.PermissionOption, confirmed *wire.SessionToolCallConfirmedAction) backend.PermissionOutcome {
+func PermissionOutcome(options []backend.PermissionOption, confirmed *wire.ChatToolCallConfirmedAction) backend.PermissionOutcome {
 	if confirmed == nil {
 		return backend.PermissionOutcome{Cancelled: true}
 	}
 	var selected string
 	var approve bool
 	switch v := confirmed.Value.(type) {
-	case *wire.SessionToolCallApprovedAction:
+	case *wire.ChatToolCallApprovedAction:
 		selected, approve = deref(v.SelectedOptionID), true
-	case *wire.SessionToolCallDeniedAction:
+	case *wire.ChatToolCallDeniedAction:
 		selected, approve = deref(v.SelectedOptionID), false
 	default:
 		return backend.PermissionOutcome{Cancelled: true}
@@ -85,13 +86,13 @@ func PermissionOutcome(options []backend.PermissionOption, confirmed *wire.Sessi
 	return AutoOutcome(options, approve)
 }
 
-// InputAnswers turns a client's session/inputCompleted into the backend's
+// InputAnswers turns a client's chat/inputCompleted into the backend's
 // answers, one per question of req in order. The answers come from the
-// action, or from req (the request as it stands in the session state, with
+// action, or from req (the request as it stands in the chat state, with
 // the drafts clients submitted) when the action carries none. A declined or
 // cancelled request returns declined.
-func InputAnswers(req wire.SessionInputRequest, completed *wire.SessionInputCompletedAction) (answers []string, declined bool) {
-	if completed == nil || completed.Response != wire.SessionInputResponseKindAccept {
+func InputAnswers(req wire.ChatInputRequest, completed *wire.ChatInputCompletedAction) (answers []string, declined bool) {
+	if completed == nil || completed.Response != wire.ChatInputResponseKindAccept {
 		return nil, true
 	}
 	given := completed.Answers
@@ -100,7 +101,7 @@ func InputAnswers(req wire.SessionInputRequest, completed *wire.SessionInputComp
 	}
 	answers = make([]string, 0, len(req.Questions))
 	for _, q := range req.Questions {
-		a, ok := given[questionID(q)]
+		a, ok := given[q.ID()]
 		if !ok {
 			answers = append(answers, "")
 			continue
@@ -111,43 +112,50 @@ func InputAnswers(req wire.SessionInputRequest, completed *wire.SessionInputComp
 }
 
 // answerText renders one answer as the plain text a backend expects.
-func answerText(a wire.SessionInputAnswer) string {
+func answerText(a wire.ChatInputAnswer) string {
 	switch v := a.Value.(type) {
-	case *wire.SessionInputAnswered:
+	case *wire.ChatInputAnswered:
 		return answerValueText(v.Value)
-	case *wire.SessionInputSkipped:
+	case *wire.ChatInputSkipped:
 		return strings.Join(v.FreeformValues, ", ")
 	}
 	return ""
 }
 
-func answerValueText(v wire.SessionInputAnswerValue) string {
+func answerValueText(v wire.ChatInputAnswerValue) string {
 	switch x := v.Value.(type) {
-	case *wire.SessionInputTextAnswerValue:
+	case *wire.ChatInputTextAnswerValue:
 		return x.Value
-	case *wire.SessionInputNumberAnswerValue:
+	case *wire.ChatInputNumberAnswerValue:
 		return strconv.FormatFloat(x.Value, 'f', -1, 64)
-	case *wire.SessionInputBooleanAnswerValue:
+	case *wire.ChatInputBooleanAnswerValue:
 		return strconv.FormatBool(x.Value)
-	case *wire.SessionInputSelectedAnswerValue:
+	case *wire.ChatInputSelectedAnswerValue:
 		return strings.Join(append([]string{x.Value}, x.FreeformValues...), ", ")
-	case *wire.SessionInputSelectedManyAnswerValue:
+	case *wire.ChatInputSelectedManyAnswerValue:
 		return strings.Join(append(append([]string(nil), x.Value...), x.FreeformValues...), ", ")
 	}
 	return ""
 }
 
-// PromptFromTurn turns a session/turnStarted into the backend prompt.
+// PromptFromTurn turns a chat/turnStarted into the backend prompt.
 // Resource attachments become resource links, embedded resources embedded
 // text (base64 data decoded; binary data that is not UTF-8 stays base64),
 // simple attachments with a model representation are appended to the text
-// so the agent sees what the user attached, and attachments of unknown kinds
-// are passed on as embedded JSON.
-func PromptFromTurn(a *wire.SessionTurnStartedAction) backend.Prompt {
+// so the agent sees what the user attached, and attachments of other kinds
+// (chat and annotations references included) are passed on as embedded
+// JSON. A message that is not the user's own (origin agent, tool or
+// systemNotification: a turn the server started) is introduced by a line
+// saying where it comes from (OriginNote), so the agent does not take it
+// for the user's words.
+func PromptFromTurn(a *wire.ChatTurnStartedAction) backend.Prompt {
 	if a == nil {
 		return backend.Prompt{}
 	}
 	p := backend.Prompt{TurnID: a.TurnID, Text: a.Message.Text}
+	if note := OriginNote(a.Message.Origin.Kind); note != "" {
+		p.Text = note + "\n\n" + p.Text
+	}
 	for _, att := range a.Message.Attachments {
 		switch v := att.Value.(type) {
 		case *wire.MessageResourceAttachment:
@@ -166,20 +174,41 @@ func PromptFromTurn(a *wire.SessionTurnStartedAction) backend.Prompt {
 			if rep := deref(v.ModelRepresentation); rep != "" {
 				p.Text += "\n\n" + rep
 			}
-		case json.RawMessage:
-			// An attachment kind this bridge does not know: pass its JSON
-			// on rather than drop what the user attached.
+		default:
+			// A chat or annotations reference, or a kind this bridge does
+			// not know: the agent cannot follow the reference, so pass its
+			// JSON on rather than drop what the user attached.
+			raw, err := json.Marshal(att)
+			if err != nil {
+				continue
+			}
 			var head struct {
 				Label string `json:"label"`
 			}
-			_ = json.Unmarshal(v, &head)
+			_ = json.Unmarshal(raw, &head)
 			p.Attachments = append(p.Attachments, backend.Attachment{
 				Kind: backend.AttachEmbedded, URI: "attachment:" + pathSeg(orDefault(head.Label, "unknown")),
-				Name: head.Label, MimeType: "application/json", Text: string(v),
+				Name: head.Label, MimeType: "application/json", Text: string(raw),
 			})
 		}
 	}
 	return p
+}
+
+// OriginNote is the line that introduces a turn's message to the agent
+// when the user did not type it ("" for the user's own messages).
+func OriginNote(kind wire.MessageKind) string {
+	switch kind {
+	case wire.MessageKindUser, "":
+		return ""
+	case wire.MessageKindAgent:
+		return "[This message comes from another agent, not from the user.]"
+	case wire.MessageKindTool:
+		return "[This message comes from a tool, not from the user.]"
+	case wire.MessageKindSystemNotification:
+		return "[System notification, not written by the user.]"
+	}
+	return fmt.Sprintf("[This message comes from %q, not from the user.]", string(kind))
 }
 
 // embeddedURI names an embedded attachment: its `_meta.uri` when the client

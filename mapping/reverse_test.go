@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -22,17 +22,17 @@ var acpOptions = []backend.PermissionOption{
 
 // decodeConfirmed decodes a client's toolCallConfirmed action the way the
 // host receives it.
-func decodeConfirmed(t *testing.T, js string) *wire.SessionToolCallConfirmedAction {
+func decodeConfirmed(t *testing.T, js string) *wire.ChatToolCallConfirmedAction {
 	t.Helper()
 	var a wire.StateAction
 	require.NoError(t, json.Unmarshal([]byte(js), &a))
-	c := wire.NewSessionToolCallConfirmedAction(a.Value)
+	c := wire.NewChatToolCallConfirmedAction(a.Value)
 	return &c
 }
 
 func TestPermissionOutcome(t *testing.T) {
-	approve := `{"type":"session/toolCallConfirmed","turnId":"t1","toolCallId":"c1","approved":true,"confirmed":"user-action"%s}`
-	deny := `{"type":"session/toolCallConfirmed","turnId":"t1","toolCallId":"c1","approved":false,"reason":"%s"%s}`
+	approve := `{"type":"chat/toolCallConfirmed","turnId":"t1","toolCallId":"c1","approved":true,"confirmed":"user-action"%s}`
+	deny := `{"type":"chat/toolCallConfirmed","turnId":"t1","toolCallId":"c1","approved":false,"reason":"%s"%s}`
 	sel := func(id string) string { return `,"selectedOptionId":"` + id + `"` }
 	cases := []struct {
 		name    string
@@ -55,7 +55,7 @@ func TestPermissionOutcome(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var a *wire.SessionToolCallConfirmedAction
+			var a *wire.ChatToolCallConfirmedAction
 			if tc.action != "" {
 				a = decodeConfirmed(t, tc.action)
 			}
@@ -82,7 +82,7 @@ func TestPermissionOutcome(t *testing.T) {
 
 	// An unknown variant (a raw value the wire package kept) cancels.
 	require.Equal(t, backend.PermissionOutcome{Cancelled: true},
-		PermissionOutcome(acpOptions, &wire.SessionToolCallConfirmedAction{Value: json.RawMessage(`{"approved":"maybe"}`)}))
+		PermissionOutcome(acpOptions, &wire.ChatToolCallConfirmedAction{Value: json.RawMessage(`{"approved":"maybe"}`)}))
 }
 
 func TestAutoApprove(t *testing.T) {
@@ -116,24 +116,24 @@ func TestAutoApprove(t *testing.T) {
 }
 
 func TestInputAnswers(t *testing.T) {
-	turn := NewTurn("t1", seqIDs())
+	turn := newTestTurn()
 	id, _ := turn.AskQuestion(backend.Question{Questions: []string{"Branch?", "Remote?", "Count?", "Sure?", "Pick", "Many", "Skip"}})
 	pq, ok := turn.QuestionFor(id)
 	require.True(t, ok)
 	qids := make([]string, 0, len(pq.Request.Questions))
 	for _, q := range pq.Request.Questions {
-		qids = append(qids, questionID(q))
+		qids = append(qids, q.ID())
 	}
 	require.Len(t, qids, 7)
 
-	completed := func(js string) *wire.SessionInputCompletedAction {
+	completed := func(js string) *wire.ChatInputCompletedAction {
 		var a wire.StateAction
 		require.NoError(t, json.Unmarshal([]byte(js), &a))
-		c, ok := a.Value.(*wire.SessionInputCompletedAction)
+		c, ok := a.Value.(*wire.ChatInputCompletedAction)
 		require.True(t, ok, "decoded %T", a.Value)
 		return c
 	}
-	answers := `{"type":"session/inputCompleted","requestId":"` + id + `","response":"accept","answers":{` +
+	answers := `{"type":"chat/inputCompleted","requestId":"` + id + `","response":"accept","answers":{` +
 		`"` + qids[0] + `":{"state":"submitted","value":{"kind":"text","value":"main"}},` +
 		`"` + qids[2] + `":{"state":"submitted","value":{"kind":"number","value":2.5}},` +
 		`"` + qids[3] + `":{"state":"draft","value":{"kind":"boolean","value":true}},` +
@@ -146,17 +146,17 @@ func TestInputAnswers(t *testing.T) {
 
 	// Without answers in the action, the request's own (state) answers count.
 	req := pq.Request
-	req.Answers = map[string]wire.SessionInputAnswer{
-		qids[1]: wire.NewSessionInputAnswer(&wire.SessionInputAnswered{
-			State: "submitted", Value: wire.NewSessionInputAnswerValue(&wire.SessionInputTextAnswerValue{Kind: "text", Value: "origin"}),
+	req.Answers = map[string]wire.ChatInputAnswer{
+		qids[1]: wire.NewChatInputAnswer(&wire.ChatInputAnswered{
+			State: "submitted", Value: wire.NewChatInputAnswerValue(&wire.ChatInputTextAnswerValue{Kind: "text", Value: "origin"}),
 		}),
 	}
-	got, declined = InputAnswers(req, completed(`{"type":"session/inputCompleted","requestId":"`+id+`","response":"accept"}`))
+	got, declined = InputAnswers(req, completed(`{"type":"chat/inputCompleted","requestId":"`+id+`","response":"accept"}`))
 	require.False(t, declined)
 	require.Equal(t, []string{"", "origin", "", "", "", "", ""}, got)
 
 	for _, resp := range []string{"decline", "cancel"} {
-		got, declined = InputAnswers(pq.Request, completed(`{"type":"session/inputCompleted","requestId":"`+id+`","response":"`+resp+`"}`))
+		got, declined = InputAnswers(pq.Request, completed(`{"type":"chat/inputCompleted","requestId":"`+id+`","response":"`+resp+`"}`))
 		require.True(t, declined, resp)
 		require.Nil(t, got)
 	}
@@ -184,7 +184,7 @@ func TestPromptFromTurn(t *testing.T) {
 			require.NoError(t, err)
 			var a wire.StateAction
 			require.NoError(t, json.Unmarshal(data, &a))
-			started, ok := a.Value.(*wire.SessionTurnStartedAction)
+			started, ok := a.Value.(*wire.ChatTurnStartedAction)
 			require.True(t, ok, "decoded %T", a.Value)
 			checkGolden(t, file[:len(file)-len(".in.json")]+".golden.json", PromptFromTurn(started))
 		})
@@ -218,7 +218,7 @@ func TestCompletionItems(t *testing.T) {
 		{Name: ""},
 	}
 	params := func(text string, offset int64) wire.CompletionsParams {
-		return wire.CompletionsParams{Channel: "ahp-session:/s", Kind: wire.CompletionItemKindUserMessage, Text: text, Offset: offset}
+		return wire.CompletionsParams{Channel: "ahp-chat:/c", Kind: wire.CompletionItemKindUserMessage, Text: text, Offset: offset}
 	}
 	names := func(items []wire.CompletionItem) []string {
 		var out []string
@@ -240,8 +240,8 @@ func TestCompletionItems(t *testing.T) {
 	require.Nil(t, items, "a command must start the message")
 	items = CompletionItems(cmds, params(" /t😀", 3))
 	require.Equal(t, []string{"/test "}, names(items))
-	require.Equal(t, 1, *items[0].RangeStart)
-	require.Equal(t, 3, *items[0].RangeEnd)
+	require.Equal(t, int64(1), *items[0].RangeStart)
+	require.Equal(t, int64(3), *items[0].RangeEnd)
 
 	checkGolden(t, filepath.Join("testdata", "completions.golden.json"), CompletionItems(cmds, params("/w", 2)))
 }

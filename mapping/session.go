@@ -1,11 +1,13 @@
 package mapping
 
 import (
+	"fmt"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -30,7 +32,7 @@ func SessionConfig(opts []backend.ConfigOption) wire.SessionConfigState {
 			prop.Description = wire.Ptr(o.Description)
 		}
 		if len(o.Values) > 0 {
-			prop.Enum = make([]string, 0, len(o.Values))
+			prop.Enum = make([]wire.JsonPrimitive, 0, len(o.Values))
 			prop.EnumLabels = make([]string, 0, len(o.Values))
 			descs := make([]string, 0, len(o.Values))
 			anyDesc := false
@@ -64,10 +66,10 @@ func CompletionItems(cmds []backend.Command, params wire.CompletionsParams) []wi
 		return nil
 	}
 	units := utf16.Encode([]rune(params.Text))
-	offset := int(params.Offset)
-	if offset < 0 || offset > len(units) {
+	if params.Offset < 0 || params.Offset > int64(len(units)) {
 		return nil
 	}
+	offset := int(params.Offset)
 	before := string(utf16.Decode(units[:offset]))
 	trimmed := strings.TrimLeftFunc(before, unicode.IsSpace)
 	if !strings.HasPrefix(trimmed, "/") || strings.ContainsFunc(trimmed, unicode.IsSpace) {
@@ -87,7 +89,77 @@ func CompletionItems(cmds []backend.Command, params wire.CompletionsParams) []wi
 		if c.InputHint != "" {
 			meta["inputHint"] = c.InputHint
 		}
-		items = append(items, commandItem(c.Name, start, offset, meta))
+		items = append(items, commandItem(c.Name, int64(start), int64(offset), meta))
 	}
 	return items
+}
+
+// OnSession reports whether an action this package produced belongs on the
+// session channel (session/*: title, settings, _meta) rather than on the
+// chat whose turn produced it (chat/*: everything in the turn).
+func OnSession(a wire.StateAction) bool {
+	return strings.HasPrefix(a.Type(), "session/")
+}
+
+// CurrentModel is the model an agent session runs, as its settings say:
+// the current value of the option with id "model", else of the first
+// option of category "model"; "" when it reports none.
+func CurrentModel(opts []backend.ConfigOption) string {
+	for _, o := range opts {
+		if o.ID == "model" {
+			return o.Current
+		}
+	}
+	for _, o := range opts {
+		if o.Category == "model" {
+			return o.Current
+		}
+	}
+	return ""
+}
+
+// TurnModel is the model a turn asks for: its message's model, else the
+// model of the chat's draft (AHP 0.3.0 clients choose a model with
+// session/modelChanged, which reaches the host as a draft), else "" (the
+// agent session's current model).
+func TurnModel(msg wire.Message, draft *wire.Message) string {
+	if msg.Model != nil && msg.Model.ID != "" {
+		return msg.Model.ID
+	}
+	if draft != nil && draft.Model != nil {
+		return draft.Model.ID
+	}
+	return ""
+}
+
+// WorkingDirectory is the local directory an agent session of a chat
+// works in: the first of the chat's working directories, else the first
+// of its session's (AHP lists them as file URIs; plain absolute paths are
+// accepted too). It is "" when neither has one (the bridge then uses its
+// own), and an error for a URI that does not name a local directory.
+func WorkingDirectory(session, chat []string) (string, error) {
+	dirs := chat
+	if len(dirs) == 0 {
+		dirs = session
+	}
+	if len(dirs) == 0 || dirs[0] == "" {
+		return "", nil
+	}
+	s := dirs[0]
+	if strings.HasPrefix(s, "file:") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", fmt.Errorf("working directory %q is not a valid file URI: %w", s, err)
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "", fmt.Errorf("working directory %q is on host %q; this bridge only reaches its own file system", s, u.Host)
+		}
+		s = u.Path
+	} else if strings.Contains(s, "://") {
+		return "", fmt.Errorf("working directory %q is not a file URI or an absolute path", s)
+	}
+	if !strings.HasPrefix(s, "/") {
+		return "", fmt.Errorf("working directory %q must be an absolute path or a file URI", dirs[0])
+	}
+	return s, nil
 }

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -71,6 +71,21 @@ func (ts *toolState) toolName() string { return orDefault(ts.kind, DefaultToolNa
 
 func (ts *toolState) displayName() string { return orDefault(ts.title, ts.toolName()) }
 
+// intention is what the tool call intends to do, in the agent's words: ACP
+// titles describe the call ("Read README.md", "Run `go test`"). A title
+// that only names the tool (agent-channel backends title a call with the
+// tool's name) says nothing about the intent, so it gives none.
+func (ts *toolState) intention() string {
+	title := strings.TrimSpace(ts.title)
+	if title == "" || strings.EqualFold(title, ts.toolName()) {
+		return ""
+	}
+	if name, ok := ts.meta["toolName"].(string); ok && strings.EqualFold(title, strings.TrimSpace(name)) {
+		return ""
+	}
+	return ts.title
+}
+
 // toolMeta is the `_meta` of the tool call: the backend's own meta plus the
 // ACP fields AHP has no place for (kind, locations, custom status).
 func (ts *toolState) toolMeta() map[string]any {
@@ -124,7 +139,8 @@ func (t *Turn) start(e backend.ToolCall) (*toolState, []wire.StateAction) {
 	t.tools[e.ID] = ts
 	t.toolOrder = append(t.toolOrder, ts)
 	t.closeParts()
-	acts := []wire.StateAction{toolCallStartAction(t.id, ts.ahpID, ts.toolName(), ts.displayName(), ts.toolMeta())}
+	ts.sentIntention = ts.intention()
+	acts := []wire.StateAction{toolCallStartAction(t.id, ts.ahpID, ts.toolName(), ts.displayName(), ts.sentIntention, ts.toolMeta())}
 	return ts, append(acts, t.sendInput(ts)...)
 }
 
@@ -217,9 +233,22 @@ func (t *Turn) ready(ts *toolState, reason wire.ToolCallConfirmationReason) wire
 	ts.phase = phaseRunning
 	return toolCallReadyAction(t.id, ts.ahpID, readyFields{
 		invocation: ts.displayName(),
+		intention:  ts.newIntention(),
 		toolInput:  string(ts.rawInput),
 		confirmed:  reason,
 	})
+}
+
+// newIntention returns the intention when it changed since clients last
+// got one (toolCallReady then replaces the provisional one of
+// toolCallStart), else "".
+func (ts *toolState) newIntention() string {
+	cur := ts.intention()
+	if cur == ts.sentIntention {
+		return ""
+	}
+	ts.sentIntention = cur
+	return cur
 }
 
 func (t *Turn) contentChanged(ts *toolState) wire.StateAction {
@@ -287,6 +316,7 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 	ts.phase = phasePending
 	return append(acts, toolCallReadyAction(t.id, ts.ahpID, readyFields{
 		invocation:        ts.displayName(),
+		intention:         ts.newIntention(),
 		toolInput:         string(ts.rawInput),
 		confirmationTitle: ConfirmationTitle(ts.kind),
 		edits:             t.edits(ts),
@@ -297,7 +327,8 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 // AutoPermission answers a permission request by policy (see AutoApprove)
 // instead of asking: approved, the tool call goes straight to running with
 // `confirmed: "setting"`; denied, it is shown pending and then denied
-// (toolCallConfirmed with reason `denied`), so clients see what was refused.
+// (chat/toolCallConfirmed with reason `denied`), so clients see what was
+// refused.
 func (t *Turn) AutoPermission(req backend.PermissionRequest, approve bool) []wire.StateAction {
 	if t.ended {
 		return nil
@@ -315,7 +346,7 @@ func (t *Turn) AutoPermission(req backend.PermissionRequest, approve bool) []wir
 	return append(acts, deniedOrApproved(t.id, ts.ahpID, false, ts))
 }
 
-// deniedOrApproved is the server-side toolCallConfirmed of the policy.
+// deniedOrApproved is the server-side chat/toolCallConfirmed of the policy.
 func deniedOrApproved(turnID, toolCallID string, approve bool, ts *toolState) wire.StateAction {
 	if approve {
 		ts.phase = phaseRunning

@@ -7,11 +7,11 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
-// Error types used in session/error actions.
+// Error types used in chat/error actions.
 const (
 	// ErrorTypeRuntime is a turn that failed (the backend returned an error).
 	ErrorTypeRuntime = "runtime"
@@ -57,14 +57,17 @@ type toolState struct {
 	rawOutput json.RawMessage
 	meta      map[string]any
 	inputSent bool
+	// sentIntention is the intention clients have (toolCallStart's, or a
+	// later toolCallReady's).
+	sentIntention string
 }
 
 // PendingQuestion is a backend Question this Turn has published as a
-// session/inputRequested request and that has not been answered yet.
+// chat/inputRequested request and that has not been answered yet.
 type PendingQuestion struct {
 	// Request is the input request as published (its Questions are in the
 	// order of Question.Questions).
-	Request wire.SessionInputRequest
+	Request wire.ChatInputRequest
 	// Question is the backend event; the bridge calls its Respond.
 	Question backend.Question
 }
@@ -81,14 +84,18 @@ type Resource struct {
 	ContentType string `json:"contentType"`
 }
 
-// Turn translates the events of one prompt turn into AHP session actions. It
-// is a state machine: it remembers the open text and reasoning parts, every
-// tool call's AHP status, pending questions and the resources it has
-// published. A Turn is not safe for concurrent use; the bridge feeds it from
-// one goroutine per session.
+// Turn translates the events of one prompt turn into AHP actions: chat/*
+// actions for everything in the turn, session/* actions for what belongs
+// to the session (title, settings, _meta; see OnSession). It is a state
+// machine: it remembers the open text and reasoning parts, every tool
+// call's AHP status, pending questions, the exit codes of terminals and
+// the resources it has published. A Turn is not safe for concurrent use;
+// the bridge feeds it from one goroutine per chat.
 type Turn struct {
-	id  string
-	ids func() string
+	id        string
+	startedAt int64 // Unix ms, the turn's chat/turnStarted startedAt
+	ids       func() string
+	now       func() int64
 
 	textPart      string // id of the open markdown part, "" when none
 	reasoningPart string // id of the open reasoning part, "" when none
@@ -108,16 +115,24 @@ type Turn struct {
 	activity bool
 	meta     map[string]any
 
+	exits map[string]int64 // terminal id → exit code, for terminal tool content
+
 	ended bool
 }
 
-// NewTurn returns the state machine for the turn turnID. ids generates fresh
-// identifiers for response parts and input requests; it must never return
-// the same value twice within a session.
-func NewTurn(turnID string, ids func() string) *Turn {
+// NewTurn returns the state machine for the turn turnID, which started at
+// startedAt (Unix milliseconds). ids generates fresh identifiers for
+// response parts and input requests; it must never return the same value
+// twice within a chat. now is the clock the turn's duration is measured
+// with when it ends (AHP wants the producer's own measure), in Unix
+// milliseconds like startedAt.
+func NewTurn(turnID string, startedAt int64, ids func() string, now func() int64) *Turn {
 	return &Turn{
 		id:        turnID,
+		startedAt: startedAt,
 		ids:       ids,
+		now:       now,
+		exits:     map[string]int64{},
 		tools:     map[string]*toolState{},
 		reopened:  map[string]int{},
 		resources: map[string]Resource{},
@@ -160,8 +175,10 @@ func (t *Turn) ToolCallID(backendID string) string {
 	return backendID
 }
 
-// Apply returns the AHP session actions, in order, for one backend event.
-// Events that are not session actions (terminals, commands) return nil.
+// Apply returns the AHP actions, in order, for one backend event. Events
+// that are neither chat nor session actions (terminals, commands) return
+// nil; a TerminalExited is remembered, so that the terminal's tool content
+// carries the exit code.
 // After the turn has ended only turn-independent events (title, config,
 // plan, custom) still produce actions; everything else is dropped, because
 // AHP has no active turn to attach it to — a PermissionRequest or Question
@@ -198,6 +215,11 @@ func (t *Turn) Apply(ev backend.Event) []wire.StateAction {
 		return []wire.StateAction{usageAction(t.id, e.Usage)}
 	case backend.Custom:
 		return t.custom(e)
+	case backend.TerminalExited:
+		if e.ExitCode != nil {
+			t.exits[e.TerminalID] = int64(*e.ExitCode)
+		}
+		return nil
 	case backend.Disconnected:
 		err := e.Err
 		if err == nil {
@@ -301,7 +323,9 @@ func (t *Turn) planUpdate(p backend.Plan) []wire.StateAction {
 }
 
 // planActions returns the session/metaChanged action that stores the plan
-// under MetaPlan, and the new `_meta`.
+// under MetaPlan of the session's `_meta`, and the new `_meta`. The plan is
+// the session's, not the transcript's: of a session's chats, the latest to
+// report a plan wins.
 func planActions(p backend.Plan, meta map[string]any) ([]wire.StateAction, map[string]any) {
 	next := maps.Clone(meta)
 	if next == nil {
@@ -346,13 +370,13 @@ func PlanMarkdown(p backend.Plan) string {
 	return b.String()
 }
 
-// AskQuestion publishes a backend Question as a session/inputRequested
-// request with one text question per string and remembers it until
+// AskQuestion publishes a backend Question as a chat/inputRequested request
+// with one text question per string and remembers it until
 // QuestionFor/TakeQuestion. It returns the request id the client will
-// answer with session/inputCompleted.
+// answer with chat/inputCompleted.
 func (t *Turn) AskQuestion(q backend.Question) (requestID string, acts []wire.StateAction) {
 	req := inputRequest(t.ids(), q.Questions, t.ids)
-	id := inputRequestID(req)
+	id := req.ID
 	t.questions[id] = &PendingQuestion{Request: req, Question: q}
 	t.questionOrder = append(t.questionOrder, id)
 	return id, []wire.StateAction{inputRequestedAction(req)}
@@ -393,8 +417,8 @@ func (t *Turn) PendingQuestions() []PendingQuestion {
 // completed (so a normal end does not show them as cancelled), the summary
 // becomes the final markdown when nothing was streamed, the final plan is
 // appended as a checklist, usage is reported, then the end action itself:
-// session/turnComplete, session/turnCancelled or session/error. A second
-// End returns nil.
+// chat/turnComplete, chat/turnCancelled or chat/error, with the turn's
+// duration. A second End returns nil.
 func (t *Turn) End(result backend.TurnResult, err error) []wire.StateAction {
 	return t.end(result, err, ErrorTypeRuntime)
 }
@@ -403,6 +427,9 @@ func (t *Turn) end(result backend.TurnResult, err error, errType string) []wire.
 	if t.ended {
 		return nil
 	}
+	// The producer's own measure (AHP: clients must not derive it from
+	// timestamps); a clock that went backwards gives 0, not a negative.
+	duration := max(0, t.now()-t.startedAt)
 	var acts []wire.StateAction
 	normal := err == nil && result.StopReason != backend.StopRefusal && result.StopReason != backend.StopCancelled
 	if normal {
@@ -428,17 +455,17 @@ func (t *Turn) end(result backend.TurnResult, err error, errType string) []wire.
 	}
 	switch {
 	case err != nil:
-		acts = append(acts, errorAction(t.id, errType, err.Error()))
+		acts = append(acts, errorAction(t.id, duration, errType, err.Error()))
 	case result.StopReason == backend.StopRefusal:
 		msg := "The agent refused to continue."
 		if result.Summary != "" && t.streamedText {
 			msg += " " + result.Summary
 		}
-		acts = append(acts, errorAction(t.id, ErrorTypeRefusal, msg))
+		acts = append(acts, errorAction(t.id, duration, ErrorTypeRefusal, msg))
 	case result.StopReason == backend.StopCancelled:
-		acts = append(acts, turnCancelledAction(t.id))
+		acts = append(acts, turnCancelledAction(t.id, duration))
 	default:
-		acts = append(acts, turnCompleteAction(t.id))
+		acts = append(acts, turnCompleteAction(t.id, duration))
 	}
 	t.ended = true
 	return acts
@@ -447,7 +474,9 @@ func (t *Turn) end(result backend.TurnResult, err error, errType string) []wire.
 // SessionEvent returns the session actions for an event that does not need a
 // turn (title, config, plan, custom updates), given the session's current
 // `_meta`; it returns the new `_meta` too. Events that only make sense in a
-// turn, and events that are not session actions, return no actions.
+// turn, and events that are not session actions, return no actions. (A
+// plan outside a turn only updates `_meta`: the activity and the checklist
+// belong to a turn.)
 func SessionEvent(ev backend.Event, meta map[string]any) ([]wire.StateAction, map[string]any) {
 	return sessionEvent(ev, maps.Clone(meta))
 }

@@ -9,10 +9,10 @@ import (
 )
 
 // BenchmarkApplyTextChunk measures mapping one streamed text chunk to its
-// session/delta action.
+// chat/delta action.
 func BenchmarkApplyTextChunk(b *testing.B) {
 	n := 0
-	t := NewTurn("turn-1", func() string { n++; return "part-" + strconv.Itoa(n) })
+	t := NewTurn("turn-1", 0, func() string { n++; return "part-" + strconv.Itoa(n) }, func() int64 { return 0 })
 	ev := backend.TextChunk{Text: strings.Repeat("x", 64)}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,11 +14,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// The scenarios' turn starts at turnStart and every clock reading is
+// turnStart+turnDuration, so each end action carries that duration.
+const (
+	turnStart    = 1_700_000_000_000
+	turnDuration = 1500
+)
+
+func turnClock() int64 { return turnStart + turnDuration }
+
+// newTestTurn is the Turn t1 of the scenarios.
+func newTestTurn() *Turn { return NewTurn("t1", turnStart, seqIDs(), turnClock) }
 
 // seqIDs is a deterministic id generator: id1, id2, …
 func seqIDs() func() string {
@@ -47,6 +59,7 @@ type step struct {
 	Commands   []backend.Command       `json:"commands"`
 	Custom     *backend.Custom         `json:"custom"`
 	Terminal   *backend.TerminalOutput `json:"terminal"`
+	Exited     *backend.TerminalExited `json:"exited"`
 	Disconnect *string                 `json:"disconnected"`
 	End        *endStep                `json:"end"`
 }
@@ -108,7 +121,7 @@ func runScenario(t *testing.T, steps []step) (*Turn, []wire.StateAction) {
 // toolCallConfirmed actions of `confirmed` steps.
 func runTimeline(t *testing.T, steps []step) (turn *Turn, acts, timeline []wire.StateAction) {
 	t.Helper()
-	turn = NewTurn("t1", seqIDs())
+	turn = newTestTurn()
 	for i, s := range steps {
 		got, client, ok := applyStep(turn, s)
 		if !ok {
@@ -160,6 +173,8 @@ func applyStep(turn *Turn, s step) (got []wire.StateAction, client *wire.StateAc
 		got = turn.Apply(*s.Custom)
 	case s.Terminal != nil:
 		got = turn.Apply(*s.Terminal)
+	case s.Exited != nil:
+		got = turn.Apply(*s.Exited)
 	case s.Disconnect != nil:
 		got = turn.Apply(backend.Disconnected{Err: errors.New(*s.Disconnect)})
 	case s.End != nil:
@@ -174,14 +189,14 @@ func applyStep(turn *Turn, s step) (got []wire.StateAction, client *wire.StateAc
 	return got, client, true
 }
 
-// clientConfirmation is the session/toolCallConfirmed a client dispatches.
+// clientConfirmation is the chat/toolCallConfirmed a client dispatches.
 func clientConfirmation(toolCallID string, approved bool) wire.StateAction {
 	if approved {
-		return wire.Action(&wire.SessionToolCallApprovedAction{
+		return wire.Action(&wire.ChatToolCallApprovedAction{
 			TurnID: "t1", ToolCallID: toolCallID, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
 		})
 	}
-	return wire.Action(&wire.SessionToolCallDeniedAction{
+	return wire.Action(&wire.ChatToolCallDeniedAction{
 		TurnID: "t1", ToolCallID: toolCallID, Reason: wire.ToolCallCancellationReasonDenied,
 	})
 }
@@ -218,7 +233,7 @@ func TestTurnGolden(t *testing.T) {
 				g.Resources = nil
 			}
 			for _, pq := range turn.PendingQuestions() {
-				g.Questions = append(g.Questions, inputRequestID(pq.Request))
+				g.Questions = append(g.Questions, pq.Request.ID)
 			}
 			for _, a := range acts {
 				b, err := json.Marshal(a)
