@@ -110,6 +110,13 @@ func (c *chatFamily) Snapshot(uri string, states []any) (json.RawMessage, error)
 	if len(states) < 1 {
 		return nil, Errorf(wire.CodeInternalError, "a %s snapshot of %s needs a state, got none", c.v, uri)
 	}
+	// A session's catalogue entry may follow its state (see Codec.Snapshot);
+	// the chat dialects' session state does not carry it.
+	for _, extra := range states[1:] {
+		if _, ok := extra.(*wire.SessionSummary); !ok {
+			return nil, Errorf(wire.CodeInternalError, "a %s snapshot of %s got an unexpected %T after its state", c.v, uri, extra)
+		}
+	}
 	var down func(map[string]any)
 	switch states[0].(type) {
 	case *wire.RootState:

@@ -31,7 +31,20 @@ func (h *Host) Dispatch(channel string, a wire.StateAction) (int64, error) {
 	if ch.removed {
 		return 0, errUnknownChannel(channel)
 	}
-	seq, err := h.applyLocked(ch, a, nil, nil)
+	return h.dispatchLocked(ch, a)
+}
+
+// dispatchLocked applies a server action and its follow-ups. A panic on
+// the way (a bug) fails this action instead of taking the server down.
+func (h *Host) dispatchLocked(ch *channel, a wire.StateAction) (seq int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.stats.panics.Add(1)
+			h.log.Error().Interface("panic", r).Str("channel", ch.uri).Str("action", a.Type()).Msg("internal error while applying a server action")
+			err = fmt.Errorf("host: internal error applying %s to %s: %v", a.Type(), ch.uri, r)
+		}
+	}()
+	seq, err = h.applyLocked(ch, a, nil, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -8,25 +8,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// resolvingBackend is the fake backend plus a ConfigResolver with one
-// session-mutable "mode" setting.
-type resolvingBackend struct{ *fakeBackend }
+// resolvingHandler is the fake handler plus a ConfigResolver with one
+// session-mutable "mode" setting and one fixed, dynamic-enum "model".
+type resolvingHandler struct{ *fakeHandler }
 
-func (resolvingBackend) ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState {
+func (resolvingHandler) ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState {
 	return wire.SessionConfigState{
 		Schema: wire.SessionConfigSchema{Type: "object", Properties: map[string]wire.SessionConfigPropertySchema{
-			"mode": {Type: "string", Title: "Mode", Enum: []string{"ask", "code"}, SessionMutable: wire.Ptr(true)},
+			"mode": {Type: "string", Title: "Mode", Enum: []wire.JsonPrimitive{"ask", "code"}, SessionMutable: wire.Ptr(true)},
+			"model": {Type: "string", Title: "Model", Enum: []wire.JsonPrimitive{"small", "large"}, EnumLabels: []string{"Small", "Large"},
+				EnumDescriptions: []string{"fast", "clever"}, EnumDynamic: wire.Ptr(true)},
 		}},
-		Values: map[string]any{"mode": "ask"},
+		Values: map[string]any{"mode": "ask", "model": "small"},
 	}
 }
 
 func TestSessionConfigFromResolver(t *testing.T) {
 	hs := newHarness(t, Options{})
-	hs.h.SetBackend(resolvingBackend{hs.backend})
+	hs.h.SetHandler(resolvingHandler{hs.handler})
 	c := hs.dial(t, "c")
 	c.initialize()
 
@@ -34,19 +36,31 @@ func TestSessionConfigFromResolver(t *testing.T) {
 	c.mustCall("resolveSessionConfig", map[string]any{"channel": RootURI, "provider": "fake", "config": map[string]any{"mode": "code"}}, &resolved)
 	assert.Contains(t, resolved.Schema.Properties, "mode")
 	assert.Equal(t, "code", resolved.Values["mode"], "requested values override the defaults")
+	assert.Equal(t, "small", resolved.Values["model"], "the others keep their defaults")
 
-	uri := hs.newSession(c, "cfg")
-	var cfg *wire.SessionConfigState
-	hs.h.ReadSession(uri, func(s *wire.SessionState) { cfg = s.Config })
+	s := hs.newSession(c, "cfg")
+	cfg := hs.readSession(t, s.uri).Config
 	require.NotNil(t, cfg, "every session starts with a config")
 	assert.Equal(t, "ask", cfg.Values["mode"])
 
-	// A session-mutable property can now be changed by a client.
-	seq := c.dispatch(uri, &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "code"}})
-	e := c.ownEcho(seq)
-	require.Nil(t, e.RejectionReason)
-	hs.h.ReadSession(uri, func(s *wire.SessionState) { cfg = s.Config })
-	assert.Equal(t, "code", cfg.Values["mode"])
+	// A session-mutable property can be changed by a client; the others not.
+	c.accepted(s.uri, &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "code"}})
+	assert.Equal(t, "code", hs.readSession(t, s.uri).Config.Values["mode"])
+	assert.Contains(t, c.rejected(s.uri, &wire.SessionConfigChangedAction{Config: map[string]any{"model": "large"}}), "cannot be changed")
+
+	// sessionConfigCompletions offers the values matching the query.
+	var items wire.SessionConfigCompletionsResult
+	c.mustCall("sessionConfigCompletions", map[string]any{"channel": RootURI, "provider": "fake", "property": "model", "query": "LARG"}, &items)
+	require.Len(t, items.Items, 1)
+	assert.Equal(t, "large", items.Items[0].Value)
+	assert.Equal(t, "Large", items.Items[0].Label)
+	require.NotNil(t, items.Items[0].Description)
+	assert.Equal(t, "clever", *items.Items[0].Description)
+	c.mustCall("sessionConfigCompletions", map[string]any{"channel": RootURI, "property": "model"}, &items)
+	assert.Len(t, items.Items, 2)
+	_, err := c.call("sessionConfigCompletions", map[string]any{"channel": RootURI, "property": "colour"})
+	require.NotNil(t, err)
+	assert.Equal(t, CodeInvalidParams, err.Code)
 }
 
 func TestSessionConfigWithoutResolver(t *testing.T) {

@@ -79,6 +79,7 @@ func (h *Host) encodeEnvelope(e *envelopeOut) (frame, env, action []byte, err er
 type broadcast struct {
 	h     *Host
 	frame []byte
+	own   [][]byte // {frame}, made once for every connection of the host's version
 	env   codec.Envelope
 	cache map[codec.Codec][][]byte
 }
@@ -87,7 +88,10 @@ type broadcast struct {
 func (b *broadcast) framesFor(c *conn) [][]byte {
 	cd := c.codec
 	if cd == nil {
-		return [][]byte{b.frame}
+		if b.own == nil {
+			b.own = [][]byte{b.frame}
+		}
+		return b.own
 	}
 	if fs, ok := b.cache[cd]; ok {
 		return fs

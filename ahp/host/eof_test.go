@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 var errPipeClosed = errors.New("pipedConn: closed")
@@ -97,7 +97,7 @@ func (c *pipedConn) replies(t *testing.T) map[string]rpcMsg {
 // gatedCompletions answers completions only once the connection's input
 // has ended, so the answer is still being worked on when the peer leaves.
 type gatedCompletions struct {
-	*fakeBackend
+	*fakeHandler
 	open <-chan struct{}
 }
 
@@ -107,12 +107,12 @@ func (b gatedCompletions) Completions(ctx context.Context, p wire.CompletionsPar
 	case <-ctx.Done():
 		return wire.CompletionsResult{}, ctx.Err()
 	}
-	return b.fakeBackend.Completions(ctx, p)
+	return b.fakeHandler.Completions(ctx, p)
 }
 
 func serveUntilDone(t *testing.T, h *Host, c Conn) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	ctx, cancel := waitCtx(t)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- h.ServeConn(ctx, c) }()
@@ -128,18 +128,18 @@ func serveUntilDone(t *testing.T, h *Host, c Conn) error {
 }
 
 func TestPipedInputGetsEveryReply(t *testing.T) {
-	h := New(Options{Agents: []wire.AgentInfo{{Provider: "fake", DisplayName: "Fake", Models: []wire.SessionModelInfo{}}}})
-	fb := newFakeBackend(h)
+	h := New(Options{Agents: []wire.AgentInfo{fakeAgent}})
+	fb := newFakeHandler(t, h)
 	c := newPipedConn(false,
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.3.0"],"clientId":"pipe","initialSubscriptions":["ahp-root://"]}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"],"clientId":"pipe","initialSubscriptions":["ahp-root://"]}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"channel":"ahp-root://"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"createSession","params":{"channel":"ahp-session:/s1","provider":"fake"}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://"}}`,
-		`{"jsonrpc":"2.0","id":5,"method":"completions","params":{"channel":"ahp-session:/s1","kind":"userMessage","text":"/","offset":1}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"completions","params":{"channel":"ahp-chat:/s1","kind":"userMessage","text":"/","offset":1}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"resourceRead","params":{"channel":"ahp-root://","uri":"file:///hello.txt"}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"noSuchMethod","params":{"channel":"ahp-root://"}}`,
 	)
-	h.SetBackend(gatedCompletions{fakeBackend: fb, open: c.eof})
+	h.SetHandler(gatedCompletions{fakeHandler: fb, open: c.eof})
 	defer fb.wait()
 	defer h.Close()
 
@@ -166,7 +166,7 @@ func TestPipedInputGetsEveryReply(t *testing.T) {
 
 func TestDrainGivesUpOnAPeerThatNeverReads(t *testing.T) {
 	h := New(Options{DrainTimeout: 20 * time.Millisecond})
-	h.SetBackend(newFakeBackend(h))
+	h.SetHandler(newFakeHandler(t, h))
 	defer h.Close()
 	c := newPipedConn(true,
 		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}}`,
@@ -179,12 +179,12 @@ func TestDrainGivesUpOnAPeerThatNeverReads(t *testing.T) {
 
 func TestDrainGivesUpOnARequestThatNeverEnds(t *testing.T) {
 	h := New(Options{DrainTimeout: 20 * time.Millisecond})
-	fb := newFakeBackend(h)
+	fb := newFakeHandler(t, h)
 	never := make(chan struct{}) // the completion is released only by the connection's end
-	h.SetBackend(gatedCompletions{fakeBackend: fb, open: never})
+	h.SetHandler(gatedCompletions{fakeHandler: fb, open: never})
 	defer h.Close()
 	c := newPipedConn(false,
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.3.0"],"clientId":"pipe"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"],"clientId":"pipe"}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"completions","params":{"channel":"ahp-root://","kind":"userMessage","text":"/","offset":1}}`,
 	)
 	require.NoError(t, serveUntilDone(t, h, c))
@@ -201,9 +201,9 @@ func TestCleanWebSocketCloseIsNotAReadFailure(t *testing.T) {
 			c := hs.dialRaw(t)
 			defer c.Close()
 			// The handler serves the connection from a goroutine of its own.
-			require.Eventually(t, func() bool { return hs.h.Stats().Connections == 1 }, testTimeout, time.Millisecond)
+			eventually(t, "the connection is served", func() bool { return hs.h.Stats().Connections == 1 })
 			require.NoError(t, c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(testTimeout)))
-			require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closing AHP connection") }, testTimeout, time.Millisecond)
+			eventually(t, "the connection is closed", func() bool { return strings.Contains(logs.String(), "closing AHP connection") })
 			assert.Contains(t, logs.String(), "the client disconnected")
 			assert.NotContains(t, logs.String(), "read failed")
 		})

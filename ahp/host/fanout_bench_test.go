@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // sinkConn is an in-memory transport.Conn: it reads the frames given to it,
@@ -52,20 +52,22 @@ func (c *sinkConn) Close() error {
 	return nil
 }
 
-// benchSession starts a host with a ready session that has an active turn
-// and an open markdown part, subscribed to by n in-memory connections.
-func benchSession(b *testing.B, n int) (*Host, string, []*sinkConn) {
+// benchSession starts a host with a ready session whose default chat has
+// an active turn and an open markdown part, subscribed to by n in-memory
+// connections speaking version.
+func benchSession(b *testing.B, n int, version string) (*Host, string, []*sinkConn) {
 	hs := newHarness(b, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
 	owner := hs.dial(b, "owner")
 	owner.initialize()
-	uri := hs.newSession(owner, "bench")
+	s := hs.newSession(owner, "bench")
 	owner.close()
 	var wg sync.WaitGroup
 	conns := make([]*sinkConn, n)
 	for i := range conns {
 		init, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-			"channel": RootURI, "protocolVersions": []string{ProtocolVersion030}, "clientId": fmt.Sprint("sink-", i),
-			"initialSubscriptions": []string{uri}}})
+			"channel": RootURI, "protocolVersions": []string{version}, "clientId": fmt.Sprint("sink-", i),
+			"initialSubscriptions": []string{s.chat}}})
 		require.NoError(b, err)
 		c := newSinkConn(init)
 		conns[i] = c
@@ -81,25 +83,22 @@ func benchSession(b *testing.B, n int) (*Host, string, []*sinkConn) {
 		}
 		wg.Wait()
 	})
-	for _, c := range conns {
-		require.Eventually(b, func() bool { return c.frames.Load() >= 1 }, testTimeout, time.Millisecond, "initialize answered")
-	}
-	for _, a := range []any{
-		&wire.SessionTurnStartedAction{TurnID: "t1", Message: wire.Message{Text: "go", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}},
-		&wire.SessionResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "p1"})},
-	} {
-		_, err := hs.h.Dispatch(uri, wire.Action(a))
-		require.NoError(b, err)
-	}
-	return hs.h, uri, conns
+	waitWritten(b, conns, 1) // initialize answered
+	hs.dispatch(b, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p1"})})
+	waitWritten(b, conns, 3)
+	return hs.h, s.chat, conns
 }
 
 // waitWritten waits until every connection has written want frames.
 func waitWritten(b *testing.B, conns []*sinkConn, want int64) {
-	deadline := time.Now().Add(testTimeout)
+	b.Helper()
+	ctx, cancel := waitCtx(b)
+	defer cancel()
 	for _, c := range conns {
 		for c.frames.Load() < want {
-			if time.Now().After(deadline) {
+			if ctx.Err() != nil {
 				b.Fatalf("a connection wrote %d of %d frames", c.frames.Load(), want)
 			}
 			time.Sleep(10 * time.Microsecond)
@@ -109,12 +108,17 @@ func waitWritten(b *testing.B, conns []*sinkConn, want int64) {
 
 // BenchmarkDispatchDelta is the host's hot path for one streamed chunk:
 // sequence, reduce, encode once, queue to every subscriber and write (to
-// in-memory connections), for 1, 10 and 100 subscribers.
+// in-memory connections), for 1, 10 and 100 subscribers speaking the
+// host's version, and for 100 speaking 0.6.0 (one translation more).
 func BenchmarkDispatchDelta(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
-		b.Run(fmt.Sprint("subscribers=", n), func(b *testing.B) {
-			h, uri, conns := benchSession(b, n)
-			delta := wire.Action(&wire.SessionDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
+	for _, bc := range []struct {
+		n       int
+		version string
+		encodes int64 // envelopes encoded per dispatch
+	}{{1, current, 1}, {10, current, 1}, {100, current, 1}, {100, "0.6.0", 2}} {
+		b.Run(fmt.Sprintf("subscribers=%d/version=%s", bc.n, bc.version), func(b *testing.B) {
+			h, uri, conns := benchSession(b, bc.n, bc.version)
+			delta := wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
 			base := conns[0].frames.Load()
 			before := h.Stats()
 			b.ReportAllocs()
@@ -132,8 +136,8 @@ func BenchmarkDispatchDelta(b *testing.B) {
 			waitWritten(b, conns, base+sent)
 			b.StopTimer()
 			after := h.Stats()
-			if enc := after.EnvelopesEncoded - before.EnvelopesEncoded; enc != sent {
-				b.Fatalf("%d envelopes encoded for %d dispatches to %d subscribers", enc, sent, n)
+			if enc := after.EnvelopesEncoded - before.EnvelopesEncoded; enc != bc.encodes*sent {
+				b.Fatalf("%d envelopes encoded for %d dispatches to %d subscribers of %s", enc, sent, bc.n, bc.version)
 			}
 		})
 	}
@@ -144,13 +148,13 @@ func BenchmarkDispatchDelta(b *testing.B) {
 func BenchmarkEncodeEnvelope(b *testing.B) {
 	h := New(Options{})
 	defer h.Close()
-	action, err := json.Marshal(wire.Action(&wire.SessionDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)}))
+	action, err := json.Marshal(wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)}))
 	require.NoError(b, err)
 	// trusted: as in commit, where the action JSON comes from encodeAction.
-	e := &envelopeOut{Channel: "ahp-session:/00000000-0000-4000-8000-000000000000", Action: action, ServerSeq: 123456, trusted: true}
+	e := &envelopeOut{Channel: "ahp-chat:/00000000-0000-4000-8000-000000000000", Action: action, ServerSeq: 123456, trusted: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := h.encodeEnvelope(e); err != nil {
+		if _, _, _, err := h.encodeEnvelope(e); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -159,7 +163,7 @@ func BenchmarkEncodeEnvelope(b *testing.B) {
 // BenchmarkMarshalDelta measures encoding the action itself, which the
 // sequencer does once per action.
 func BenchmarkMarshalDelta(b *testing.B) {
-	a := wire.Action(&wire.SessionDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
+	a := wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := json.Marshal(a); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // appendJSONString must agree with encoding/json on every byte, every
@@ -43,12 +43,14 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 
 func TestEncodeActionMatchesMarshal(t *testing.T) {
 	for _, a := range []any{
-		&wire.SessionDeltaAction{TurnID: "t<1>", PartID: "p&1", Content: "hello \"world\"\n\u2028\xff"},
-		&wire.SessionReasoningAction{TurnID: "t1", PartID: "p1", Content: ""},
-		&wire.SessionDeltaAction{Type: "ignored: encoding sets it", TurnID: "t", PartID: "p", Content: "x"},
-		wire.SessionDeltaAction{TurnID: "value, not pointer", PartID: "p", Content: "x"},
-		(*wire.SessionDeltaAction)(nil),
-		&wire.SessionTitleChangedAction{Title: "other actions take json.Marshal"},
+		&wire.ChatDeltaAction{TurnID: "t<1>", PartID: "p&1", Content: "hello \"world\"\n\u2028\xff"},
+		&wire.ChatReasoningAction{TurnID: "t1", PartID: "p1", Content: ""},
+		&wire.ChatDeltaAction{Type: "ignored: encoding sets it", TurnID: "t", PartID: "p", Content: "x"},
+		wire.ChatDeltaAction{TurnID: "value, not pointer", PartID: "p", Content: "x"},
+		(*wire.ChatDeltaAction)(nil),
+		(*wire.ChatReasoningAction)(nil),
+		&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: "with _meta: json.Marshal", Meta: map[string]any{"k": "<v>"}},
+		&wire.ChatTurnCompleteAction{TurnID: "other actions take json.Marshal"},
 	} {
 		sa := wire.StateAction{Value: a}
 		want, wantErr := json.Marshal(sa)
@@ -59,7 +61,7 @@ func TestEncodeActionMatchesMarshal(t *testing.T) {
 }
 
 func BenchmarkEncodeDelta(b *testing.B) {
-	a := wire.Action(&wire.SessionDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
+	a := wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := encodeAction(a); err != nil {

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // nopConn is a transport that is never read from by these tests.
@@ -15,19 +16,43 @@ func (nopConn) ReadMessage() ([]byte, error) { select {} }
 func (nopConn) WriteMessage([]byte) error    { return nil }
 func (nopConn) Close() error                 { return nil }
 
+// fuzzConn is an initialized connection of the host's own version that
+// nothing drains: the fuzz targets read what is queued with takeQueued.
+func fuzzConn(h *Host, qcap int) *conn {
+	c := &conn{h: h, id: 1, tc: nopConn{}, wake: make(chan struct{}, 1), qcap: qcap, kill: make(chan struct{}),
+		subs: map[string]*channel{}, initialized: true, clientID: "fuzz", version: codec.Current}
+	h.mu.Lock()
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+	return c
+}
+
 // FuzzFrame feeds arbitrary frames to the JSON-RPC reader and dispatcher
 // of an initialized connection. Nothing may panic, every frame the host
 // queues must be valid JSON, and a request always gets an answer.
 func FuzzFrame(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"createChat","params":{"channel":"ahp-session:/f","chat":"ahp-chat:/g"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"channel":"ahp-chat:/f","view":{"turns":1}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://","limit":1,"cursor":"eyJtIjoiIiwiciI6IngifQ"}}`))
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		h := New(Options{Agents: []wire.AgentInfo{{Provider: "fake", Models: []wire.SessionModelInfo{}}}, OutboundQueue: 4096})
+		h := New(Options{Agents: []wire.AgentInfo{multiChatAgent()}, OutboundQueue: 4096})
 		defer h.Close()
-		c := &conn{h: h, id: 1, tc: nopConn{}, wake: make(chan struct{}, 1), qcap: 4096, kill: make(chan struct{}),
-			subs: map[string]*channel{}, initialized: true, clientID: "fuzz", version: ProtocolVersion030}
-		h.conns[c] = struct{}{}
-		// A session with an active turn gives dispatchAction something to chew on.
+		c := fuzzConn(h, 4096)
+		// A ready session with a completed and an active turn gives every
+		// command and dispatchAction something to chew on.
 		h.handleFrame(context.Background(), c, []byte(`{"jsonrpc":"2.0","id":0,"method":"createSession","params":{"channel":"ahp-session:/f","provider":"fake"}}`))
+		for _, a := range []any{
+			&wire.ChatTurnStartedAction{TurnID: "t0", Message: userMsg("hi")},
+			&wire.ChatTurnCompleteAction{TurnID: "t0"},
+			&wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("again")},
+			&wire.ChatToolCallStartAction{TurnID: "t", ToolCallID: "x", ToolName: "x", DisplayName: "X"},
+			&wire.ChatToolCallReadyAction{TurnID: "t", ToolCallID: "x", InvocationMessage: wire.PlainText("x")},
+		} {
+			if _, err := h.Dispatch("ahp-chat:/f", wire.Action(a)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := h.Dispatch("ahp-session:/f", wire.Action(&wire.SessionReadyAction{})); err != nil {
 			t.Fatal(err)
 		}
@@ -50,6 +75,8 @@ func FuzzFrame(f *testing.F) {
 				answered = true
 			}
 		}
+		// Requests answered asynchronously (completions, resourceRead) have
+		// no handler here and are answered at once too.
 		if msg, _, perr := parseFrame(frame); perr == nil && msg.kind == kindRequest && !answered {
 			t.Fatalf("request %q got no response", frame)
 		}

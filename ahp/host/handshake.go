@@ -30,7 +30,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 		return
 	}
 	var offered []string
-	if err := json.Unmarshal(p.ProtocolVersions, &offered); err != nil || p.ProtocolVersions == nil {
+	if err := json.Unmarshal(p.ProtocolVersions, &offered); err != nil || offered == nil { // absent or null
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: protocolVersions must be an array of version strings")))
 		return
 	}
@@ -58,7 +58,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 		return
 	}
 	h.mu.Lock()
-	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, codec.For(v, h.dir)
+	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
 	h.rememberLocked(p.ClientID, v)
 	h.mu.Unlock()
 	c.log.Debug().Str("client", p.ClientID).Str("version", v.String()).Msg("client initialized")
@@ -97,6 +97,18 @@ type initializeResult struct {
 	CompletionTriggerCharacters []string             `json:"completionTriggerCharacters,omitzero"`
 }
 
+// codecLocked returns the codec of version v, one value shared by every
+// connection speaking it, so a broadcast envelope is translated once per
+// version, not once per connection. Called with h.mu held.
+func (h *Host) codecLocked(v codec.Version) codec.Codec {
+	cd, ok := h.codecs[v]
+	if !ok {
+		cd = codec.For(v, h.dir)
+		h.codecs[v] = cd
+	}
+	return cd
+}
+
 // rememberLocked records the version a client negotiated, so that it may
 // resume later with `reconnect` as the first message of a new connection
 // (the official clients do). Called with h.mu held.
@@ -132,7 +144,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 				"client %s is not known to this server (it may have restarted): send initialize", p.ClientID)))
 			return
 		}
-		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, codec.For(v, h.dir)
+		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
 	} else if c.clientID != p.ClientID {
 		h.mu.Unlock()
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: this connection is client %s, not %s", c.clientID, p.ClientID)))

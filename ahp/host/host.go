@@ -146,6 +146,8 @@ type Host struct {
 	// clientVersions is the version each client negotiated, for a
 	// reconnect that opens a new connection (bounded).
 	clientVersions map[string]codec.Version
+	// codecs holds one codec per version spoken (see codecLocked).
+	codecs map[codec.Version]codec.Codec
 
 	// dir tells codecs which chat is which session's default one.
 	dir *directory
@@ -191,6 +193,7 @@ func New(opts Options) *Host {
 		conns:    make(map[*conn]struct{}),
 
 		clientVersions: make(map[string]codec.Version),
+		codecs:         make(map[codec.Version]codec.Codec),
 		dir:            newDirectory(),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())

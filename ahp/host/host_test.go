@@ -9,13 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // transports runs a test body over WebSocket and over stdio.
@@ -30,10 +29,18 @@ var transports = []struct {
 func TestHandshake(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			hs := newHarness(t, Options{})
+			hs := newHarness(t, Options{ServerVersion: "1.2.3"})
 			c := tr.dial(hs, t, "client-1")
-			r := c.initialize(RootURI)
-			assert.Equal(t, "0.3.0", r.ProtocolVersion)
+			var r struct {
+				initResult
+				ServerInfo wire.Implementation `json:"serverInfo"`
+			}
+			c.mustCall("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{current}, "clientId": "client-1",
+				"initialSubscriptions": []string{RootURI}}, &r)
+			assert.Equal(t, "0.7.0", r.ProtocolVersion)
+			assert.Equal(t, "ahp-bridge", r.ServerInfo.Name)
+			require.NotNil(t, r.ServerInfo.Version)
+			assert.Equal(t, "1.2.3", *r.ServerInfo.Version)
 			require.Len(t, r.Snapshots, 1)
 			assert.Equal(t, RootURI, r.Snapshots[0].Resource)
 			var root wire.RootState
@@ -43,19 +50,11 @@ func TestHandshake(t *testing.T) {
 			assert.Equal(t, r.ServerSeq, r.Snapshots[0].FromSeq)
 
 			// A second initialize on the same connection is refused.
-			_, err := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"0.3.0"}, "clientId": "x"})
+			_, err := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{current}, "clientId": "x"})
 			require.NotNil(t, err)
 			assert.Equal(t, CodeInvalidRequest, err.Code)
 		})
 	}
-}
-
-func TestNegotiationPicksClientPreference(t *testing.T) {
-	hs := newHarness(t, Options{})
-	c := hs.dial(t, "c")
-	var r initResult
-	c.mustCall("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"9.9.9", "0.3.0", "0.2.0"}, "clientId": "c"}, &r)
-	assert.Equal(t, "0.3.0", r.ProtocolVersion)
 }
 
 func TestNegotiationFailureClosesConnection(t *testing.T) {
@@ -67,30 +66,16 @@ func TestNegotiationFailureClosesConnection(t *testing.T) {
 			require.NotNil(t, err)
 			assert.Equal(t, CodeUnsupportedProtocolVersion, err.Code)
 			data, _ := json.Marshal(err.Data)
-			assert.JSONEq(t, `{"supportedVersions":["0.3.0"]}`, string(data))
-			// The server closes the connection after the error.
-			_, ok := c.recvFresh(testTimeout)
-			assert.False(t, ok, "the connection should be closed")
+			assert.JSONEq(t, `{"supportedVersions":["0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
+			assert.True(t, c.closed(), "the server closes the connection after the error")
 		})
 	}
-}
-
-func TestPingBeforeInitialize(t *testing.T) {
-	hs := newHarness(t, Options{})
-	c := hs.dial(t, "c")
-	res, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err)
-	assert.JSONEq(t, `{}`, string(res))
-	// ping without params is answered as well.
-	c.sendRaw([]byte(`{"jsonrpc":"2.0","id":"p","method":"ping"}`))
-	_, err = c.await(`"p"`)
-	assert.Nil(t, err)
 }
 
 func TestRequestBeforeInitializeIsAnError(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
-	for _, method := range []string{"subscribe", "createSession", "listSessions", "fetchTurns"} {
+	for _, method := range []string{"subscribe", "createSession", "listSessions", "fetchTurns", "createChat"} {
 		_, err := c.call(method, map[string]any{"channel": RootURI})
 		require.NotNil(t, err, method)
 		assert.Equal(t, CodeInvalidRequest, err.Code, method)
@@ -117,18 +102,18 @@ func TestMalformedFrames(t *testing.T) {
 		{"missing channel", `{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{}}`, CodeInvalidParams},
 		{"channel wrong type", `{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"channel":7}}`, CodeInvalidParams},
 		{"params an array", `{"jsonrpc":"2.0","id":1,"method":"subscribe","params":["ahp-root://"]}`, CodeInvalidParams},
-		{"field wrong type", `{"jsonrpc":"2.0","id":1,"method":"fetchTurns","params":{"channel":"ahp-session:/x","limit":"ten"}}`, CodeInvalidParams},
+		{"field wrong type", `{"jsonrpc":"2.0","id":1,"method":"fetchTurns","params":{"channel":"ahp-chat:/x","cursor":10}}`, CodeInvalidParams},
+		{"view.turns wrong type", `{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"channel":"ahp-root://","view":{"turns":"all"}}}`, CodeInvalidParams},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
 			c.sendRaw([]byte(tc.frame))
-			m, ok := c.recv(testTimeout)
-			require.True(t, ok)
+			m := c.recv("the answer to " + tc.frame)
 			require.NotNil(t, m.Error, "frame %s got %s", tc.frame, m.raw)
 			assert.Equal(t, tc.code, m.Error.Code, m.Error.Message)
 			// The connection stays usable.
-			_, err := c.call("ping", map[string]any{"channel": RootURI})
-			require.Nil(t, err)
+			c.ping()
 		})
 	}
 }
@@ -140,14 +125,28 @@ func TestSubscribeSnapshotAndUnknownSession(t *testing.T) {
 	_, err := c.call("subscribe", map[string]any{"channel": "ahp-session:/nope"})
 	require.NotNil(t, err)
 	assert.Equal(t, CodeSessionNotFound, err.Code)
+	_, err = c.call("subscribe", map[string]any{"channel": "ahp-chat:/nope"})
+	require.NotNil(t, err)
+	assert.Equal(t, CodeNotFound, err.Code)
 
-	uri := hs.newSession(c, "s1")
-	snap := c.subscribe(uri)
+	s := hs.newSession(c, "s1")
+	assert.Equal(t, "ahp-chat:/s1", s.chat, "the default chat takes the session's id")
+	snap := c.subscribe(s.uri)
 	var st wire.SessionState
 	require.NoError(t, json.Unmarshal(snap.State, &st))
 	assert.Equal(t, wire.SessionLifecycleReady, st.Lifecycle)
-	assert.Equal(t, "fake", st.Summary.Provider)
+	assert.Equal(t, "fake", st.Provider)
+	require.Len(t, st.Chats, 1)
+	assert.Equal(t, s.chat, st.Chats[0].Resource)
 	assert.Equal(t, hs.h.Stats().ServerSeq, snap.FromSeq)
+
+	snap = c.subscribe(s.chat)
+	var chat wire.ChatState
+	require.NoError(t, json.Unmarshal(snap.State, &chat))
+	assert.Equal(t, s.chat, chat.Resource)
+	assert.Equal(t, wire.SessionStatusIdle, chat.Status)
+	assert.Empty(t, chat.Turns)
+	assert.Nil(t, chat.TurnsNextCursor, "a full snapshot has no cursor")
 }
 
 func TestCreateSessionErrors(t *testing.T) {
@@ -168,6 +167,12 @@ func TestCreateSessionErrors(t *testing.T) {
 	_, err = c.call("createSession", map[string]any{"channel": "ahp-terminal:/x", "provider": "fake"})
 	require.NotNil(t, err)
 	assert.Equal(t, CodeInvalidParams, err.Code)
+
+	_, err = c.call("createSession", map[string]any{"channel": "ahp-session:/other", "provider": "fake",
+		"activeClient": map[string]any{"clientId": "someone-else", "tools": []any{}}})
+	require.NotNil(t, err)
+	assert.Equal(t, CodeInvalidParams, err.Code, "activeClient must be the caller")
+	assert.False(t, hs.h.ReadSession("ahp-session:/other", func(*wire.SessionState) {}), "nothing was created")
 }
 
 func TestSessionCatalogueNotifications(t *testing.T) {
@@ -176,97 +181,104 @@ func TestSessionCatalogueNotifications(t *testing.T) {
 	watcher.initialize(RootURI)
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "cat")
+	s := hs.newSession(c, "cat")
 
-	added := watcher.nextNotification("root/sessionAdded")
+	added := watcher.nextNotification(wire.MethodRootSessionAdded)
 	var ap wire.SessionAddedParams
 	require.NoError(t, json.Unmarshal(added.Params, &ap))
 	assert.Equal(t, RootURI, ap.Channel)
-	assert.Equal(t, uri, ap.Summary.Resource)
+	assert.Equal(t, s.uri, ap.Summary.Resource)
+	assert.Equal(t, "fake", ap.Summary.Provider)
 
 	var list wire.ListSessionsResult
 	c.mustCall("listSessions", map[string]any{"channel": RootURI}, &list)
 	require.Len(t, list.Items, 1)
-	assert.Equal(t, uri, list.Items[0].Resource)
+	assert.Equal(t, s.uri, list.Items[0].Resource)
+	assert.Nil(t, list.NextCursor)
 
-	seq := c.dispatch(uri, &wire.SessionTitleChangedAction{Title: "Renamed"})
-	c.ownEcho(seq)
-	changed := watcher.nextNotification("root/sessionSummaryChanged")
+	c.accepted(s.uri, &wire.SessionTitleChangedAction{Title: "Renamed"})
+	changed := watcher.nextNotification(wire.MethodRootSessionSummaryChanged)
 	var cp struct {
+		Channel string         `json:"channel"`
 		Session string         `json:"session"`
 		Changes map[string]any `json:"changes"`
 	}
 	require.NoError(t, json.Unmarshal(changed.Params, &cp))
-	assert.Equal(t, uri, cp.Session)
+	assert.Equal(t, RootURI, cp.Channel)
+	assert.Equal(t, s.uri, cp.Session)
 	assert.Equal(t, "Renamed", cp.Changes["title"])
 	assert.NotContains(t, cp.Changes, "resource")
 
-	c.mustCall("disposeSession", map[string]any{"channel": uri}, nil)
-	removed := watcher.nextNotification("root/sessionRemoved")
+	c.mustCall("disposeSession", map[string]any{"channel": s.uri}, nil)
+	removed := watcher.nextNotification(wire.MethodRootSessionRemoved)
 	var rp wire.SessionRemovedParams
 	require.NoError(t, json.Unmarshal(removed.Params, &rp))
-	assert.Equal(t, uri, rp.Session)
-	_, err := c.call("disposeSession", map[string]any{"channel": uri})
+	assert.Equal(t, s.uri, rp.Session)
+	_, err := c.call("disposeSession", map[string]any{"channel": s.uri})
 	require.NotNil(t, err)
 	assert.Equal(t, CodeSessionNotFound, err.Code)
-	assert.Equal(t, []string{uri}, hs.backend.disposed)
+	assert.False(t, hs.h.ReadChat(s.chat, func(*wire.ChatState) {}), "the default chat went with its session")
+	hs.handler.set(func(b *fakeHandler) { assert.Equal(t, []string{s.uri}, b.disposed) })
+	c.mustCall("listSessions", map[string]any{"channel": RootURI}, &list)
+	assert.Empty(t, list.Items)
 }
 
-// TestFullTurn runs a whole turn with the fake backend: streaming text, a
-// tool call that needs confirmation, completion.
+// TestFullTurn runs a whole turn on a session's default chat with the fake
+// handler: streaming text, a tool call that needs confirmation, completion.
 func TestFullTurn(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			hs := newHarness(t, Options{})
 			c := tr.dial(hs, t, "c")
 			c.initialize(RootURI)
-			uri := hs.newSession(c, "turn")
-			seq := c.dispatch(uri, &wire.SessionTurnStartedAction{TurnID: "t1", Message: wire.Message{Text: "hi", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}})
-			echo := c.ownEcho(seq)
-			assert.Nil(t, echo.RejectionReason)
-			ready := c.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeSessionToolCallReady) })
+			s := hs.newSession(c, "turn")
+			echo := c.accepted(s.chat, &wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("hi")})
+			assert.Equal(t, s.chat, echo.Channel)
+			started := echo.Action.Value.(*wire.ChatTurnStartedAction)
+			assert.NotEmpty(t, started.StartedAt, "the host stamps startedAt")
+			ready := c.nextEnvelope(isAction(s.chat, wire.ActionTypeChatToolCallReady))
 			assert.Nil(t, ready.Origin, "server-originated envelopes carry no origin")
 			assert.Contains(t, string(ready.raw), `"serverSeq"`)
 			assert.NotContains(t, string(ready.raw), `"origin"`)
 			assert.NotContains(t, string(ready.raw), `"rejectionReason"`)
 
-			cseq := c.dispatch(uri, &wire.SessionToolCallApprovedAction{TurnID: "t1", ToolCallID: "tc-t1", Confirmed: wire.ToolCallConfirmationReasonUserAction})
-			require.Nil(t, c.ownEcho(cseq).RejectionReason)
-			c.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeSessionTurnComplete) })
+			c.accepted(s.chat, &wire.ChatToolCallApprovedAction{TurnID: "t1", ToolCallID: "tc-t1", Confirmed: wire.ToolCallConfirmationReasonUserAction})
+			c.nextEnvelope(isAction(s.chat, wire.ActionTypeChatTurnComplete))
 
-			var st *wire.SessionState
-			hs.h.ReadSession(uri, func(s *wire.SessionState) {
-				b, _ := json.Marshal(s)
-				st = new(wire.SessionState)
-				require.NoError(t, json.Unmarshal(b, st))
-			})
+			st := hs.readChat(t, s.chat)
 			require.Nil(t, st.ActiveTurn)
 			require.Len(t, st.Turns, 1)
 			assert.Equal(t, wire.TurnStateComplete, st.Turns[0].State)
-			text := ""
-			for _, p := range st.Turns[0].ResponseParts {
-				if md, ok := p.Value.(*wire.MarkdownResponsePart); ok {
-					text += md.Content
-				}
-			}
-			assert.Equal(t, "Hello, world!", text)
+			assert.Equal(t, "Hello, world!", turnText(st.Turns[0].ResponseParts))
+			assert.Equal(t, wire.SessionStatusIdle, st.Status.Activity())
 
-			// The backend saw the client actions in order, with their origins.
+			// The handler saw the client actions in order, with their origins.
 			var types []string
-			for _, r := range hs.backend.recorded() {
+			for _, r := range hs.handler.recorded() {
 				types = append(types, r.typ)
 				assert.Equal(t, "c", r.origin.ClientID)
+				assert.Equal(t, s.chat, r.channel)
 			}
-			assert.Equal(t, []string{"session/turnStarted", "session/toolCallConfirmed"}, types)
+			assert.Equal(t, []string{"chat/turnStarted", "chat/toolCallConfirmed"}, types)
 
-			// fetchTurns pages the history.
-			var ft wire.FetchTurnsResult
-			c.mustCall("fetchTurns", map[string]any{"channel": uri, "limit": 10}, &ft)
-			require.Len(t, ft.Turns, 1)
-			assert.False(t, ft.HasMore)
-			assert.Equal(t, "t1", ft.Turns[0].ID)
+			// Everything is loaded already: fetchTurns without a cursor has
+			// nothing to add.
+			res, err := c.call("fetchTurns", map[string]any{"channel": s.chat})
+			require.Nil(t, err)
+			assert.JSONEq(t, `{}`, string(res))
 		})
 	}
+}
+
+// turnText concatenates the markdown parts of a turn.
+func turnText(parts []wire.ResponsePart) string {
+	text := ""
+	for _, p := range parts {
+		if md, ok := p.Value.(*wire.MarkdownResponsePart); ok {
+			text += md.Content
+		}
+	}
+	return text
 }
 
 func mustJSON(t testing.TB, v any) []byte {
@@ -277,50 +289,65 @@ func mustJSON(t testing.TB, v any) []byte {
 
 func TestClientActionValidation(t *testing.T) {
 	hs := newHarness(t, Options{})
-	hs.backend.runTurns = false
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "val")
-	user := wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
+	s := hs.newSession(c, "val")
+	submitted := wire.NewChatInputAnswer(&wire.ChatInputAnswered{State: wire.ChatInputAnswerStateSubmitted,
+		Value: wire.NewChatInputAnswerValue(&wire.ChatInputTextAnswerValue{Value: "a.txt"})})
 
 	rejected := []struct {
-		name   string
-		action any
-		reason string
+		name    string
+		channel string
+		action  any
+		reason  string
 	}{
-		{"cancel without active turn", &wire.SessionTurnCancelledAction{TurnID: "t0"}, "no active turn"},
-		{"server-only action", &wire.SessionDeltaAction{TurnID: "t0", PartID: "p", Content: "x"}, "server-only"},
-		{"confirm unknown tool call", &wire.SessionToolCallApprovedAction{TurnID: "t0", ToolCallID: "nope", Confirmed: wire.ToolCallConfirmationReasonUserAction}, "no active turn"},
-		{"remove missing pending message", &wire.SessionPendingMessageRemovedAction{Kind: wire.PendingMessageKindQueued, ID: "q9"}, "no queued pending message"},
-		{"answer unknown input", &wire.SessionInputAnswerChangedAction{RequestID: "r1", QuestionID: "q"}, "no input request"},
-		{"complete unknown input", &wire.SessionInputCompletedAction{RequestID: "r1", Response: wire.SessionInputResponseKindAccept}, "no input request"},
-		{"system message turn", &wire.SessionTurnStartedAction{TurnID: "t0", Message: wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindSystemNotification}}}, "user messages"},
-		{"terminal action on session", &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
-		{"config property not in the schema", &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "does not exist"},
+		{"cancel without active turn", s.chat, &wire.ChatTurnCancelledAction{TurnID: "t0"}, "no active turn"},
+		{"server-only action", s.chat, &wire.ChatDeltaAction{TurnID: "t0", PartID: "p", Content: "x"}, "server-only"},
+		{"confirm unknown tool call", s.chat, &wire.ChatToolCallApprovedAction{TurnID: "t0", ToolCallID: "nope", Confirmed: wire.ToolCallConfirmationReasonUserAction}, "no active turn"},
+		{"remove missing pending message", s.chat, &wire.ChatPendingMessageRemovedAction{Kind: wire.PendingMessageKindQueued, ID: "q9"}, "no queued pending message"},
+		{"answer unknown input", s.chat, &wire.ChatInputAnswerChangedAction{RequestID: "r1", QuestionID: "q", Answer: &submitted}, "no open input request"},
+		{"complete unknown input", s.chat, &wire.ChatInputCompletedAction{RequestID: "r1", Response: wire.ChatInputResponseKindAccept}, "no open input request"},
+		{"system message turn", s.chat, &wire.ChatTurnStartedAction{TurnID: "t0", Message: wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindSystemNotification}}}, "user messages"},
+		{"empty turn id", s.chat, &wire.ChatTurnStartedAction{Message: userMsg("x")}, "turnId"},
+		{"truncate", s.chat, &wire.ChatTruncatedAction{}, "cannot make it forget"},
+		{"chat directory outside the session", s.chat, &wire.ChatWorkingDirectorySetAction{Directory: "/elsewhere"}, "not one of the session's working directories"},
+		{"terminal action on a chat", s.chat, &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
+		{"chat action on the session", s.uri, &wire.ChatTurnStartedAction{TurnID: "t0", Message: userMsg("x")}, "cannot be dispatched"},
+		{"session action on the chat", s.chat, &wire.SessionTitleChangedAction{Title: "x"}, "cannot be dispatched"},
+		{"server-only session action", s.uri, &wire.SessionChatRemovedAction{Chat: s.chat}, "server-only"},
+		{"inputNeeded is the host's", s.uri, &wire.SessionInputNeededRemovedAction{ID: "x"}, "server-only"},
+		{"config property not in the schema", s.uri, &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "does not exist"},
+		{"active client for someone else", s.uri, &wire.SessionActiveClientSetAction{ActiveClient: wire.SessionActiveClient{ClientID: "other", Tools: []wire.ToolDefinition{}}}, "only make itself"},
+		{"working directories are fixed", s.uri, &wire.SessionWorkingDirectorySetAction{Directory: "/tmp"}, "cannot change"},
 	}
 	for _, tc := range rejected {
 		t.Run(tc.name, func(t *testing.T) {
-			seq := c.dispatch(uri, tc.action)
-			e := c.ownEcho(seq)
-			require.NotNil(t, e.RejectionReason)
-			assert.Contains(t, *e.RejectionReason, tc.reason)
+			c.t = t
+			assert.Contains(t, c.rejected(tc.channel, tc.action), tc.reason)
 		})
 	}
+	c.t = t
 
 	// A turn is active: a second turnStarted is rejected, cancel is accepted.
-	seq := c.dispatch(uri, &wire.SessionTurnStartedAction{TurnID: "t1", Message: user})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
-	seq = c.dispatch(uri, &wire.SessionTurnStartedAction{TurnID: "t2", Message: user})
-	e := c.ownEcho(seq)
-	require.NotNil(t, e.RejectionReason)
-	assert.Contains(t, *e.RejectionReason, "still active")
-	seq = c.dispatch(uri, &wire.SessionTurnCancelledAction{TurnID: "t1"})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
+	c.accepted(s.chat, &wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("x")})
+	assert.Contains(t, c.rejected(s.chat, &wire.ChatTurnStartedAction{TurnID: "t2", Message: userMsg("y")}), "still active")
+	assert.Contains(t, c.rejected(s.chat, &wire.ChatTurnCancelledAction{TurnID: "t2"}), "not the active turn")
+	// An input request whose required question is unanswered cannot be accepted.
+	hs.dispatch(t, s.chat, &wire.ChatInputRequestedAction{Request: wire.ChatInputRequest{ID: "r1", Questions: []wire.ChatInputQuestion{
+		wire.NewChatInputQuestion(&wire.ChatInputTextQuestion{ID: "q1", Message: "?", Required: wire.Ptr(true)})}}})
+	assert.Contains(t, c.rejected(s.chat, &wire.ChatInputCompletedAction{RequestID: "r1", Response: wire.ChatInputResponseKindAccept}), "required")
+	assert.Contains(t, c.rejected(s.chat, &wire.ChatInputAnswerChangedAction{RequestID: "r1", QuestionID: "q1",
+		Answer: &wire.ChatInputAnswer{Value: json.RawMessage(`{"state":"submitted"}`)}}), "needs a value")
+	c.accepted(s.chat, &wire.ChatInputAnswerChangedAction{RequestID: "r1", QuestionID: "q1", Answer: &submitted})
+	c.accepted(s.chat, &wire.ChatInputCompletedAction{RequestID: "r1", Response: wire.ChatInputResponseKindAccept})
+	cancelled := c.accepted(s.chat, &wire.ChatTurnCancelledAction{TurnID: "t1"})
+	assert.GreaterOrEqual(t, cancelled.Action.Value.(*wire.ChatTurnCancelledAction).Duration, int64(0))
 
 	// Unknown action types are rejected with the raw action echoed.
 	c.seq++
-	c.sendRaw(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"session/fromTheFuture","x":1}}}`, uri, c.seq))
-	e = c.ownEcho(c.seq)
+	c.sendRaw(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/fromTheFuture","x":1}}}`, s.chat, c.seq))
+	e := c.ownEcho(c.seq)
 	require.NotNil(t, e.RejectionReason)
 	assert.Contains(t, string(mustJSON(t, e.Action)), "fromTheFuture")
 }
@@ -329,14 +356,14 @@ func TestUnknownChannelDroppedSilently(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	c.initialize(RootURI)
-	c.dispatch("ahp-session:/ghost", &wire.SessionTitleChangedAction{Title: "x"})
 	before := hs.h.Stats()
+	c.dispatch("ahp-session:/ghost", &wire.SessionTitleChangedAction{Title: "x"})
+	c.dispatch("ahp-chat:/ghost", &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("x")})
 	// The host handles frames in order, so by the time ping is answered an
 	// echo would already have been queued ahead of it.
-	_, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err)
+	c.ping()
 	for _, m := range c.backlog {
-		assert.NotEqual(t, "action", m.Method, "unexpected %s", m.raw)
+		assert.NotEqual(t, wire.MethodAction, m.Method, "unexpected %s", m.raw)
 	}
 	assert.Equal(t, before.ServerSeq, hs.h.Stats().ServerSeq)
 }
@@ -347,71 +374,80 @@ func TestTwoClientsConfirmSameToolCall(t *testing.T) {
 	a.initialize()
 	b := hs.stdio(t, "b")
 	b.initialize()
-	uri := hs.newSession(a, "race")
-	b.subscribe(uri)
+	s := hs.newSession(a, "race")
+	b.subscribe(s.chat)
 	// Keep the turn open after the confirmation so the loser is judged
 	// against the confirmed tool call.
 	gate := make(chan struct{})
-	hs.backend.afterConfirm = gate
+	hs.handler.set(func(b *fakeHandler) { b.afterConfirm = gate })
 	defer close(gate)
-	// The fake backend runs the scripted turn, which waits for confirmation.
-	user := wire.Message{Text: "go", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
-	seq := a.dispatch(uri, &wire.SessionTurnStartedAction{TurnID: "t1", Message: user})
-	a.ownEcho(seq)
-	b.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeSessionToolCallReady) })
+	// The fake handler runs the scripted turn, which waits for confirmation.
+	a.accepted(s.chat, &wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")})
+	b.nextEnvelope(isAction(s.chat, wire.ActionTypeChatToolCallReady))
 
-	confirm := &wire.SessionToolCallApprovedAction{TurnID: "t1", ToolCallID: "tc-t1", Confirmed: wire.ToolCallConfirmationReasonUserAction}
-	sa := a.dispatch(uri, confirm)
-	ea := a.ownEcho(sa)
-	require.Nil(t, ea.RejectionReason, "the first confirmation wins")
-	deny := &wire.SessionToolCallDeniedAction{TurnID: "t1", ToolCallID: "tc-t1", Reason: wire.ToolCallCancellationReasonDenied}
-	sb := b.dispatch(uri, deny)
-	eb := b.ownEcho(sb)
-	require.NotNil(t, eb.RejectionReason)
+	ea := a.accepted(s.chat, &wire.ChatToolCallApprovedAction{TurnID: "t1", ToolCallID: "tc-t1", Confirmed: wire.ToolCallConfirmationReasonUserAction})
+	sb := b.dispatch(s.chat, &wire.ChatToolCallDeniedAction{TurnID: "t1", ToolCallID: "tc-t1", Reason: wire.ToolCallCancellationReasonDenied})
+	before, m := b.until("b's echo", func(m rpcMsg) bool {
+		if m.Method != wire.MethodAction {
+			return false
+		}
+		e := decodeEnvelope(t, m)
+		return e.Origin != nil && e.Origin.ClientID == "b" && e.Origin.ClientSeq == sb
+	})
+	eb := decodeEnvelope(t, m)
+	require.NotNil(t, eb.RejectionReason, "the second confirmation loses")
 	assert.Contains(t, *eb.RejectionReason, "not pending-confirmation")
-	// b also saw a's accepted confirmation (echoes go to every subscriber).
-	assert.Equal(t, ea.ServerSeq, ea.ServerSeq)
+	// b saw a's accepted confirmation, with a's origin, before its own
+	// rejection.
+	sawWinner := false
+	for _, m := range before {
+		if m.Method == wire.MethodAction {
+			e := decodeEnvelope(t, m)
+			sawWinner = sawWinner || (e.ServerSeq == ea.ServerSeq && e.Origin != nil && e.Origin.ClientID == "a")
+		}
+	}
+	assert.True(t, sawWinner, "every subscriber gets the accepted echo")
+	hs.handler.waitAction(t, "a's confirmation", func(r recordedAction) bool { return r.typ == string(wire.ActionTypeChatToolCallConfirmed) })
 	n := 0
-	for _, r := range hs.backend.recorded() {
-		if r.typ == string(wire.ActionTypeSessionToolCallConfirmed) {
+	for _, r := range hs.handler.recorded() {
+		if r.typ == string(wire.ActionTypeChatToolCallConfirmed) {
 			n++
 			assert.Equal(t, "a", r.origin.ClientID)
 		}
 	}
-	assert.Equal(t, 1, n, "only the winning confirmation reaches the backend")
+	assert.Equal(t, 1, n, "only the winning confirmation reaches the handler")
 }
 
 // TestConcurrentConfirmations races two clients 200 times; exactly one
 // confirmation is accepted each time.
 func TestConcurrentConfirmations(t *testing.T) {
 	hs := newHarness(t, Options{})
-	hs.backend.runTurns = false
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
 	a := hs.dial(t, "a")
 	a.initialize()
 	b := hs.dial(t, "b")
 	b.initialize()
-	uri := hs.newSession(a, "race200")
-	user := wire.Message{Text: "go", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
-	_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTurnStartedAction{TurnID: "t", Message: user}))
-	require.NoError(t, err)
-	for i := 0; i < 200; i++ {
+	s := hs.newSession(a, "race200")
+	b.subscribe(s.chat)
+	hs.dispatch(t, s.chat, &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("go")})
+	for i := range 200 {
 		id := "tc" + strconv.Itoa(i)
-		_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionToolCallStartAction{TurnID: "t", ToolCallID: id, ToolName: "x", DisplayName: "X"}))
-		require.NoError(t, err)
-		_, err = hs.h.Dispatch(uri, wire.Action(&wire.SessionToolCallReadyAction{TurnID: "t", ToolCallID: id, InvocationMessage: wire.PlainText("x")}))
-		require.NoError(t, err)
+		hs.dispatch(t, s.chat,
+			&wire.ChatToolCallStartAction{TurnID: "t", ToolCallID: id, ToolName: "x", DisplayName: "X"},
+			&wire.ChatToolCallReadyAction{TurnID: "t", ToolCallID: id, InvocationMessage: wire.PlainText("x")})
+		a.seq++
+		b.seq++
+		approve := mustJSON(t, dispatchFrame(s.chat, a.seq, &wire.ChatToolCallApprovedAction{TurnID: "t", ToolCallID: id, Confirmed: wire.ToolCallConfirmationReasonUserAction}))
+		deny := mustJSON(t, dispatchFrame(s.chat, b.seq, &wire.ChatToolCallDeniedAction{TurnID: "t", ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied}))
 		var wg sync.WaitGroup
-		var ea, eb envelope
+		var errA, errB error
 		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			ea = a.ownEcho(a.dispatch(uri, &wire.SessionToolCallApprovedAction{TurnID: "t", ToolCallID: id, Confirmed: wire.ToolCallConfirmationReasonUserAction}))
-		}()
-		go func() {
-			defer wg.Done()
-			eb = b.ownEcho(b.dispatch(uri, &wire.SessionToolCallDeniedAction{TurnID: "t", ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied}))
-		}()
+		go func() { defer wg.Done(); errA = a.conn.WriteMessage(approve) }()
+		go func() { defer wg.Done(); errB = b.conn.WriteMessage(deny) }()
 		wg.Wait()
+		require.NoError(t, errA)
+		require.NoError(t, errB)
+		ea, eb := a.ownEcho(a.seq), b.ownEcho(b.seq)
 		accepted := 0
 		for _, e := range []envelope{ea, eb} {
 			if e.RejectionReason == nil {
@@ -429,11 +465,11 @@ func TestReconnectReplayAndMissing(t *testing.T) {
 	keep := hs.newSession(c, "keep")
 	gone := hs.newSession(c, "gone")
 	last := hs.h.Stats().ServerSeq
-	for i := 0; i < 5; i++ {
-		_, err := hs.h.Dispatch(keep, wire.Action(&wire.SessionTitleChangedAction{Title: "t" + strconv.Itoa(i)}))
-		require.NoError(t, err)
+	for i := range 5 {
+		hs.dispatch(t, keep.uri, &wire.SessionTitleChangedAction{Title: "t" + strconv.Itoa(i)})
 	}
-	c.mustCall("disposeSession", map[string]any{"channel": gone}, nil)
+	hs.dispatch(t, keep.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg("draft"))})
+	c.mustCall("disposeSession", map[string]any{"channel": gone.uri}, nil)
 
 	r := hs.dial(t, "c")
 	var res struct {
@@ -441,35 +477,40 @@ func TestReconnectReplayAndMissing(t *testing.T) {
 		Actions []json.RawMessage `json:"actions"`
 		Missing []string          `json:"missing"`
 	}
-	r.mustCall("reconnect", map[string]any{"channel": RootURI, "clientId": "c", "lastSeenServerSeq": last, "subscriptions": []string{keep, gone}}, &res)
+	r.mustCall("reconnect", map[string]any{"channel": RootURI, "clientId": "c", "lastSeenServerSeq": last,
+		"subscriptions": []string{keep.uri, keep.chat, gone.uri, gone.chat}}, &res)
 	assert.Equal(t, "replay", res.Type)
-	assert.Equal(t, []string{gone}, res.Missing)
-	require.Len(t, res.Actions, 5)
+	assert.ElementsMatch(t, []string{gone.uri, gone.chat}, res.Missing)
+	require.Len(t, res.Actions, 6)
 	prev := last
 	for i, raw := range res.Actions {
 		var e envelope
 		require.NoError(t, json.Unmarshal(raw, &e))
-		assert.Equal(t, keep, e.Channel)
 		assert.Greater(t, e.ServerSeq, prev)
 		prev = e.ServerSeq
-		assert.Equal(t, "t"+strconv.Itoa(i), e.Action.Value.(*wire.SessionTitleChangedAction).Title)
+		if i < 5 {
+			assert.Equal(t, keep.uri, e.Channel)
+			assert.Equal(t, "t"+strconv.Itoa(i), e.Action.Value.(*wire.SessionTitleChangedAction).Title)
+		} else {
+			assert.Equal(t, keep.chat, e.Channel)
+			assert.Equal(t, string(wire.ActionTypeChatDraftChanged), e.Action.Type())
+		}
 	}
 	// The reconnected client is subscribed again and receives new actions.
-	seq, err := hs.h.Dispatch(keep, wire.Action(&wire.SessionTitleChangedAction{Title: "after"}))
-	require.NoError(t, err)
-	e := r.nextEnvelope(nil)
-	assert.Equal(t, seq, e.ServerSeq)
+	seq := hs.dispatch(t, keep.chat, &wire.ChatDraftChangedAction{})
+	assert.Equal(t, seq, r.nextEnvelope(nil).ServerSeq)
+	seq = hs.dispatch(t, keep.uri, &wire.SessionTitleChangedAction{Title: "after"})
+	assert.Equal(t, seq, r.nextEnvelope(nil).ServerSeq)
 }
 
 func TestReconnectSnapshotWhenGapTooLarge(t *testing.T) {
 	hs := newHarness(t, Options{ReplayBuffer: 4})
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "snap")
+	s := hs.newSession(c, "snap")
 	last := hs.h.Stats().ServerSeq
-	for i := 0; i < 10; i++ {
-		_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: "t" + strconv.Itoa(i)}))
-		require.NoError(t, err)
+	for i := range 10 {
+		hs.dispatch(t, s.uri, &wire.SessionTitleChangedAction{Title: "t" + strconv.Itoa(i)})
 	}
 	for _, lastSeen := range []int64{last, 1 << 40, -1} {
 		r := hs.stdio(t, "c")
@@ -477,13 +518,17 @@ func TestReconnectSnapshotWhenGapTooLarge(t *testing.T) {
 			Type      string         `json:"type"`
 			Snapshots []snapshotWire `json:"snapshots"`
 		}
-		r.mustCall("reconnect", map[string]any{"channel": RootURI, "clientId": "c", "lastSeenServerSeq": lastSeen, "subscriptions": []string{uri, "ahp-session:/gone"}}, &res)
+		r.mustCall("reconnect", map[string]any{"channel": RootURI, "clientId": "c", "lastSeenServerSeq": lastSeen,
+			"subscriptions": []string{s.uri, s.chat, "ahp-session:/gone"}}, &res)
 		assert.Equal(t, "snapshot", res.Type, "lastSeen %d", lastSeen)
-		require.Len(t, res.Snapshots, 1)
+		require.Len(t, res.Snapshots, 2)
+		assert.Equal(t, s.uri, res.Snapshots[0].Resource)
+		assert.Equal(t, s.chat, res.Snapshots[1].Resource)
 		var st wire.SessionState
 		require.NoError(t, json.Unmarshal(res.Snapshots[0].State, &st))
-		assert.Equal(t, "t9", st.Summary.Title)
+		assert.Equal(t, "t9", st.Title)
 		assert.Equal(t, hs.h.Stats().ServerSeq, res.Snapshots[0].FromSeq)
+		r.close()
 	}
 }
 
@@ -499,12 +544,12 @@ func TestSlowClientIsClosedFastClientContinues(t *testing.T) {
 	slow := hs.dialRaw(t)
 	defer slow.Close()
 	require.NoError(t, slow.WriteJSON(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"channel": RootURI, "protocolVersions": []string{"0.3.0"}, "clientId": "slow", "initialSubscriptions": []string{term}}}))
-	require.Eventually(t, func() bool {
+		"channel": RootURI, "protocolVersions": []string{current}, "clientId": "slow", "initialSubscriptions": []string{term}}}))
+	eventually(t, "the slow client subscribed", func() bool {
 		hs.h.mu.Lock()
 		defer hs.h.mu.Unlock()
 		return len(hs.h.channels[term].subs) == 2
-	}, testTimeout, time.Millisecond)
+	})
 
 	// Flood until the slow connection's queue overflows (socket buffers
 	// absorb a few megabytes first); the fast client must see everything.
@@ -512,128 +557,103 @@ func TestSlowClientIsClosedFastClientContinues(t *testing.T) {
 	sent := 0
 	for ; hs.h.Stats().SlowConnectionsClosed == 0; sent++ {
 		require.Less(t, sent, 5000, "the slow connection was never closed")
-		seq, err := hs.h.Dispatch(term, wire.Action(&wire.TerminalDataAction{Data: chunk}))
-		require.NoError(t, err)
-		e := fast.nextEnvelope(nil)
-		require.Equal(t, seq, e.ServerSeq)
+		seq := hs.dispatch(t, term, &wire.TerminalDataAction{Data: chunk})
+		require.Equal(t, seq, fast.nextEnvelope(nil).ServerSeq)
 	}
 	// After the slow one is gone, the fast one still receives.
-	seq, err := hs.h.Dispatch(term, wire.Action(&wire.TerminalDataAction{Data: "tail"}))
-	require.NoError(t, err)
+	seq := hs.dispatch(t, term, &wire.TerminalDataAction{Data: "tail"})
 	require.Equal(t, seq, fast.nextEnvelope(nil).ServerSeq)
-	require.Eventually(t, func() bool { return hs.h.Stats().Connections == 1 }, testTimeout, time.Millisecond)
+	eventually(t, "the slow connection is dropped", func() bool { return hs.h.Stats().Connections == 1 })
 
 	// The slow client's connection ends (after whatever was buffered).
-	require.NoError(t, slow.SetReadDeadline(time.Now().Add(testTimeout)))
 	var readErr error
 	for readErr == nil {
-		_, _, readErr = slow.ReadMessage()
+		_, readErr = readRaw(t, slow)
 	}
-	assert.NotContains(t, readErr.Error(), "timeout")
 }
 
+// TestEncodeOnceForManySubscribers: an envelope is encoded once for all
+// the connections speaking the host's version, and translated once more
+// for all those speaking an older one.
 func TestEncodeOnceForManySubscribers(t *testing.T) {
 	hs := newHarness(t, Options{})
 	owner := hs.dial(t, "owner")
 	owner.initialize()
-	uri := hs.newSession(owner, "fan")
+	s := hs.newSession(owner, "fan")
 	var clients []*testClient
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		c := hs.dial(t, "sub"+strconv.Itoa(i))
-		c.initialize(uri)
+		if i%2 == 0 {
+			c.initialize(s.uri, s.chat)
+		} else {
+			c.initializeAs([]string{"0.6.0"}, s.uri, s.chat)
+		}
 		clients = append(clients, c)
 	}
 	before := hs.h.Stats().EnvelopesEncoded
 	const n = 25
-	for i := 0; i < n; i++ {
-		_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: strconv.Itoa(i)}))
-		require.NoError(t, err)
+	for i := range n {
+		hs.dispatch(t, s.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg(strconv.Itoa(i)))})
 	}
 	for _, c := range clients {
-		for i := 0; i < n; i++ {
+		for range n {
 			c.nextEnvelope(nil)
 		}
 	}
-	assert.Equal(t, int64(n), hs.h.Stats().EnvelopesEncoded-before, "each envelope is encoded once for all 21 subscribers")
+	assert.Equal(t, int64(2*n), hs.h.Stats().EnvelopesEncoded-before,
+		"each envelope is encoded once for the 11 subscribers of 0.7.0 and once for the 10 of 0.6.0")
 }
 
 func TestQueuedMessageConsumedWhenIdle(t *testing.T) {
 	hs := newHarness(t, Options{NewID: func() string { return "auto-turn" }})
-	hs.backend.runTurns = false
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "queue")
-	user := wire.Message{Text: "later", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
-	seq := c.dispatch(uri, &wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q1", Message: user})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
-	rm := c.nextEnvelope(nil)
-	require.Equal(t, string(wire.ActionTypeSessionPendingMessageRemoved), rm.Action.Type())
+	s := hs.newSession(c, "queue")
+	c.accepted(s.chat, &wire.ChatPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q1", Message: userMsg("later")})
+	rm := c.nextEnvelope(func(e envelope) bool { return e.Channel == s.chat })
+	require.Equal(t, string(wire.ActionTypeChatPendingMessageRemoved), rm.Action.Type())
 	assert.Nil(t, rm.Origin)
-	ts := c.nextEnvelope(nil)
-	started, ok := ts.Action.Value.(*wire.SessionTurnStartedAction)
-	require.True(t, ok)
+	ts := c.nextEnvelope(func(e envelope) bool { return e.Channel == s.chat })
+	started, ok := ts.Action.Value.(*wire.ChatTurnStartedAction)
+	require.True(t, ok, "got %s", ts.Action.Type())
 	assert.Nil(t, ts.Origin)
 	assert.Equal(t, "auto-turn", started.TurnID)
 	require.NotNil(t, started.QueuedMessageID)
 	assert.Equal(t, "q1", *started.QueuedMessageID)
-	require.Eventually(t, func() bool {
-		for _, r := range hs.backend.recorded() {
-			if r.typ == string(wire.ActionTypeSessionTurnStarted) && r.origin == (wire.ActionOrigin{}) {
-				return true
-			}
-		}
-		return false
-	}, testTimeout, time.Millisecond, "the consumed queued message is handed to the backend like a turnStarted")
+	assert.Equal(t, "later", started.Message.Text)
+	hs.handler.waitAction(t, "the consumed queued message as a turnStarted", func(r recordedAction) bool {
+		return r.typ == string(wire.ActionTypeChatTurnStarted) && r.origin == (wire.ActionOrigin{}) && r.channel == s.chat
+	})
 
 	// Queued while a turn is active: consumed when the turn completes.
-	seq = c.dispatch(uri, &wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q2", Message: user})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
-	_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTurnCompleteAction{TurnID: "auto-turn"}))
-	require.NoError(t, err)
-	e := c.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeSessionTurnStarted) })
-	assert.Equal(t, "q2", *e.Action.Value.(*wire.SessionTurnStartedAction).QueuedMessageID)
-}
-
-func TestModelChangeDeferredDuringTurn(t *testing.T) {
-	hs := newHarness(t, Options{})
-	hs.backend.runTurns = false
-	c := hs.dial(t, "c")
-	c.initialize()
-	uri := hs.newSession(c, "model")
-	user := wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
-	c.ownEcho(c.dispatch(uri, &wire.SessionTurnStartedAction{TurnID: "t1", Message: user}))
-	mseq := c.dispatch(uri, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "big"}})
-	// Not applied while the turn runs.
-	_, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err)
-	hs.h.ReadSession(uri, func(s *wire.SessionState) { assert.Nil(t, s.Summary.Model) })
-	_, derr := hs.h.Dispatch(uri, wire.Action(&wire.SessionTurnCompleteAction{TurnID: "t1"}))
-	require.NoError(t, derr)
-	e := c.ownEcho(mseq)
-	require.Nil(t, e.RejectionReason)
-	hs.h.ReadSession(uri, func(s *wire.SessionState) {
-		require.NotNil(t, s.Summary.Model)
-		assert.Equal(t, "big", s.Summary.Model.ID)
-	})
+	c.accepted(s.chat, &wire.ChatPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q2", Message: userMsg("even later")})
+	assert.Len(t, hs.readChat(t, s.chat).QueuedMessages, 1, "not consumed while the turn runs")
+	hs.dispatch(t, s.chat, &wire.ChatTurnCompleteAction{TurnID: "auto-turn"})
+	e := c.nextEnvelope(isAction(s.chat, wire.ActionTypeChatTurnStarted))
+	assert.Equal(t, "q2", *e.Action.Value.(*wire.ChatTurnStartedAction).QueuedMessageID)
+	assert.Empty(t, hs.readChat(t, s.chat).QueuedMessages)
 }
 
 func TestCompletionsAndResourceRead(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "comp")
-	var cr wire.CompletionsResult
-	res, err := c.call("completions", map[string]any{"channel": uri, "kind": "userMessage", "text": "@f", "offset": 2})
+	s := hs.newSession(c, "comp")
+	res, err := c.call("completions", map[string]any{"channel": s.chat, "kind": "userMessage", "text": "@f", "offset": 2})
 	require.Nil(t, err)
 	assert.JSONEq(t, `{"items":[]}`, string(res))
-	require.NoError(t, json.Unmarshal(res, &cr))
 
-	hs.backend.mu.Lock()
-	hs.backend.completions = []wire.CompletionItem{{InsertText: "@foo.ts", Attachment: wire.NewMessageAttachment(&wire.SimpleMessageAttachment{Label: "foo.ts"})}}
-	hs.backend.mu.Unlock()
-	c.mustCall("completions", map[string]any{"channel": uri, "kind": "userMessage", "text": "@f", "offset": 2}, &cr)
+	hs.handler.set(func(b *fakeHandler) {
+		b.completions = []wire.CompletionItem{{InsertText: "@foo.ts", Attachment: wire.NewMessageAttachment(&wire.SimpleMessageAttachment{Label: "foo.ts"})}}
+	})
+	var cr wire.CompletionsResult
+	c.mustCall("completions", map[string]any{"channel": s.chat, "kind": "userMessage", "text": "@f", "offset": 2}, &cr)
 	require.Len(t, cr.Items, 1)
 	assert.Equal(t, "@foo.ts", cr.Items[0].InsertText)
+	_, err = c.call("completions", map[string]any{"channel": "ahp-chat:/nope", "kind": "userMessage", "text": "", "offset": 0})
+	require.NotNil(t, err)
+	assert.Equal(t, CodeNotFound, err.Code)
 
 	var rr wire.ResourceReadResult
 	c.mustCall("resourceRead", map[string]any{"channel": RootURI, "uri": "file:///hello.txt"}, &rr)
@@ -650,124 +670,151 @@ func TestTerminalChannel(t *testing.T) {
 	term := "ahp-terminal:/t1"
 	require.NoError(t, hs.h.CreateTerminal(term, wire.TerminalState{Title: "build", Claim: wire.NewTerminalClaim(&wire.TerminalClientClaim{ClientID: "c"})}))
 	require.Error(t, hs.h.CreateTerminal(term, wire.TerminalState{Title: "dup"}))
-	e := c.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeRootTerminalsChanged) })
+	require.Error(t, hs.h.CreateTerminal("ahp-session:/not-a-terminal", wire.TerminalState{Title: "x"}))
+	e := c.nextEnvelope(isAction(RootURI, wire.ActionTypeRootTerminalsChanged))
 	tc := e.Action.Value.(*wire.RootTerminalsChangedAction)
 	require.Len(t, tc.Terminals, 1)
 	assert.Equal(t, term, tc.Terminals[0].Resource)
+	assert.Equal(t, "build", tc.Terminals[0].Title)
 
 	c.subscribe(term)
-	_, err := hs.h.Dispatch(term, wire.Action(&wire.TerminalDataAction{Data: "hello\r\n"}))
-	require.NoError(t, err)
-	seq := c.dispatch(term, &wire.TerminalInputAction{Data: "ls\r"})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
-	require.Eventually(t, func() bool {
-		for _, r := range hs.backend.recorded() {
-			if r.channel == term && r.typ == string(wire.ActionTypeTerminalInput) {
-				return true
-			}
-		}
-		return false
-	}, testTimeout, time.Millisecond)
+	hs.dispatch(t, term, &wire.TerminalDataAction{Data: "hello\r\n"})
+	c.accepted(term, &wire.TerminalInputAction{Data: "ls\r"})
+	hs.handler.waitAction(t, "terminal/input", func(r recordedAction) bool {
+		return r.channel == term && r.typ == string(wire.ActionTypeTerminalInput)
+	})
 	// terminal/data is server-only.
-	seq = c.dispatch(term, &wire.TerminalDataAction{Data: "spoof"})
-	require.NotNil(t, c.ownEcho(seq).RejectionReason)
+	c.rejected(term, &wire.TerminalDataAction{Data: "spoof"})
+	// A title change is mirrored into the root catalogue.
+	c.accepted(term, &wire.TerminalTitleChangedAction{Title: "tests"})
+	e = c.nextEnvelope(isAction(RootURI, wire.ActionTypeRootTerminalsChanged))
+	assert.Equal(t, "tests", e.Action.Value.(*wire.RootTerminalsChangedAction).Terminals[0].Title)
 
 	hs.h.RemoveTerminal(term)
-	e = c.nextEnvelope(func(e envelope) bool { return e.Action.Type() == string(wire.ActionTypeRootTerminalsChanged) })
+	e = c.nextEnvelope(isAction(RootURI, wire.ActionTypeRootTerminalsChanged))
 	assert.Empty(t, e.Action.Value.(*wire.RootTerminalsChangedAction).Terminals)
+	_, err := c.call("subscribe", map[string]any{"channel": term})
+	require.NotNil(t, err)
+	assert.Equal(t, CodeNotFound, err.Code)
 }
 
 func TestDispatchErrors(t *testing.T) {
 	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	s := hs.newSession(c, "d")
 	_, err := hs.h.Dispatch("ahp-session:/none", wire.Action(&wire.SessionReadyAction{}))
 	require.Error(t, err)
 	_, err = hs.h.Dispatch(RootURI, wire.Action(&wire.SessionReadyAction{}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cannot be applied")
+	_, err = hs.h.Dispatch(s.uri, wire.Action(&wire.ChatTurnCompleteAction{TurnID: "t"}))
+	require.Error(t, err, "chat actions belong on the chat")
+	_, err = hs.h.Dispatch(s.chat, wire.Action(&wire.SessionTitleChangedAction{Title: "x"}))
+	require.Error(t, err, "session actions belong on the session")
 }
 
-func TestSerialSeqIsMonotonic(t *testing.T) {
+func TestServerSeqIsMonotonic(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	c.initialize()
 	s1 := hs.newSession(c, "m1")
 	s2 := hs.newSession(c, "m2")
 	var wg sync.WaitGroup
-	for _, uri := range []string{s1, s2} {
+	for _, ch := range []string{s1.uri, s2.uri, s1.chat, s2.chat} {
 		wg.Add(1)
-		go func(uri string) {
+		go func() {
 			defer wg.Done()
-			for i := 0; i < 100; i++ {
-				_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: strconv.Itoa(i)}))
+			for i := range 100 {
+				var a any = &wire.SessionTitleChangedAction{Title: strconv.Itoa(i)}
+				if strings.HasPrefix(ch, "ahp-chat:") {
+					a = &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg(strconv.Itoa(i)))}
+				}
+				_, err := hs.h.Dispatch(ch, wire.Action(a))
 				assert.NoError(t, err)
 			}
-		}(uri)
+		}()
 	}
 	wg.Wait()
 	var prev int64
-	for i := 0; i < 200; i++ {
+	for range 400 {
 		e := c.nextEnvelope(nil)
 		require.Greater(t, e.ServerSeq, prev, "envelopes reach a connection in serverSeq order")
 		prev = e.ServerSeq
 	}
 }
 
-// TestSubscribeIsAtomicWithSequencer subscribes while another goroutine
-// keeps dispatching: the envelopes after the snapshot must start exactly
-// at fromSeq+1, with nothing lost or duplicated.
+// TestSubscribeIsAtomicWithSequencer subscribes to a chat while another
+// goroutine streams text into it: the envelopes after the snapshot must
+// start exactly at fromSeq+1, and snapshot plus envelopes must give the
+// whole text.
 func TestSubscribeIsAtomicWithSequencer(t *testing.T) {
 	hs := newHarness(t, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
 	owner := hs.dial(t, "owner")
 	owner.initialize()
-	uri := hs.newSession(owner, "atomic")
+	s := hs.newSession(owner, "atomic")
+	hs.dispatch(t, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p1"})})
 	const n = 300
+	var want strings.Builder
+	for i := range n {
+		want.WriteString(strconv.Itoa(i) + ",")
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 0; i < n; i++ {
-			_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: strconv.Itoa(i)}))
+		for i := range n {
+			_, err := hs.h.Dispatch(s.chat, wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strconv.Itoa(i) + ","}))
 			assert.NoError(t, err)
 		}
 	}()
 	late := hs.stdio(t, "late")
 	late.initialize()
-	snap := late.subscribe(uri)
+	snap := late.subscribe(s.chat)
 	<-done
-	var st wire.SessionState
+	var st wire.ChatState
 	require.NoError(t, json.Unmarshal(snap.State, &st))
-	title := st.Summary.Title
+	require.NotNil(t, st.ActiveTurn)
+	text := turnText(st.ActiveTurn.ResponseParts)
 	next := snap.FromSeq + 1
 	for hs.h.Stats().ServerSeq >= next {
-		e := late.nextEnvelope(func(e envelope) bool { return e.Channel == uri })
+		e := late.nextEnvelope(func(e envelope) bool { return e.Channel == s.chat })
 		require.Equal(t, next, e.ServerSeq, "envelopes continue right after fromSeq")
-		title = e.Action.Value.(*wire.SessionTitleChangedAction).Title
+		text += e.Action.Value.(*wire.ChatDeltaAction).Content
 		next++
 	}
-	assert.Equal(t, strconv.Itoa(n-1), title, "snapshot + envelopes reproduce the final state")
+	assert.Equal(t, want.String(), text, "snapshot + envelopes reproduce the final state")
 }
 
 func TestWireLog(t *testing.T) {
 	var mu sync.Mutex
-	var in, out int
+	var in, out []string
 	hs := newHarness(t, Options{WireLog: func(dir string, frame []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		require.True(t, json.Valid(frame))
 		switch dir {
 		case "in":
-			in++
+			in = append(in, string(frame))
 		case "out":
-			out++
+			out = append(out, string(frame))
 		}
 	}})
 	c := hs.dial(t, "c")
 	c.initialize()
-	_, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err)
+	c.ping()
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, 2, in)
-	assert.Equal(t, 2, out)
+	require.Len(t, in, 2)
+	require.Len(t, out, 2)
+	for _, f := range append(in, out...) {
+		assert.True(t, json.Valid([]byte(f)), "%s", f)
+	}
+	assert.Contains(t, in[0], `"initialize"`)
+	assert.Contains(t, out[0], `"protocolVersion":"0.7.0"`)
+	assert.Contains(t, in[1], `"ping"`)
+	assert.Contains(t, out[1], `"result":null`)
 }
 
 func TestLimits(t *testing.T) {
@@ -782,25 +829,46 @@ func TestLimits(t *testing.T) {
 	_, err = c.call("subscribe", map[string]any{"channel": "ahp-session:/one"})
 	require.NotNil(t, err)
 	assert.Contains(t, err.Message, "subscription limit")
+	// Subscribing again to what the connection holds takes no more.
+	c.subscribe(RootURI)
+	// Disposing frees the session's place.
+	c.mustCall("disposeSession", map[string]any{"channel": "ahp-session:/one"}, nil)
+	_, err = c.call("createSession", map[string]any{"channel": "ahp-session:/two", "provider": "fake"})
+	require.Nil(t, err)
 }
 
 func TestActiveClientReleasedOnDisconnect(t *testing.T) {
 	hs := newHarness(t, Options{})
 	owner := hs.dial(t, "owner")
 	owner.initialize()
-	uri := hs.newSession(owner, "active")
+	s := hs.newSession(owner, "active")
 	c := hs.dial(t, "driver")
-	c.initialize(uri)
-	seq := c.dispatch(uri, &wire.SessionActiveClientChangedAction{ActiveClient: &wire.SessionActiveClient{ClientID: "driver", Tools: []wire.ToolDefinition{}}})
-	require.Nil(t, c.ownEcho(seq).RejectionReason)
-	// Another client cannot steal the role.
-	oseq := owner.dispatch(uri, &wire.SessionActiveClientChangedAction{ActiveClient: &wire.SessionActiveClient{ClientID: "owner", Tools: []wire.ToolDefinition{}}})
-	require.NotNil(t, owner.ownEcho(oseq).RejectionReason)
+	c.initialize(s.uri)
+	c.accepted(s.uri, &wire.SessionActiveClientSetAction{ActiveClient: wire.SessionActiveClient{ClientID: "driver", Tools: []wire.ToolDefinition{}}})
+	// Another client cannot act for it.
+	owner.rejected(s.uri, &wire.SessionActiveClientRemovedAction{ClientID: "driver"})
+	assert.Len(t, hs.readSession(t, s.uri).ActiveClients, 1)
 	c.close()
-	e := owner.nextEnvelope(func(e envelope) bool {
-		return e.Action.Type() == string(wire.ActionTypeSessionActiveClientChanged) && e.Origin == nil
-	})
-	assert.Nil(t, e.Action.Value.(*wire.SessionActiveClientChangedAction).ActiveClient)
+	e := owner.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionActiveClientRemoved))
+	assert.Nil(t, e.Origin, "the host removes it")
+	assert.Equal(t, "driver", e.Action.Value.(*wire.SessionActiveClientRemovedAction).ClientID)
+	assert.Empty(t, hs.readSession(t, s.uri).ActiveClients)
+}
+
+func TestActiveClientReleasedOnUnsubscribe(t *testing.T) {
+	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	uri := "ahp-session:/eager"
+	c.mustCall("createSession", map[string]any{"channel": uri, "provider": "fake",
+		"activeClient": map[string]any{"clientId": "c", "tools": []any{}}}, nil)
+	c.subscribe(uri)
+	require.Len(t, hs.readSession(t, uri).ActiveClients, 1, "createSession.activeClient makes the caller active")
+	watcher := hs.dial(t, "w")
+	watcher.initialize(uri)
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "unsubscribe", "params": map[string]any{"channel": uri}})
+	e := watcher.nextEnvelope(isAction(uri, wire.ActionTypeSessionActiveClientRemoved))
+	assert.Equal(t, "c", e.Action.Value.(*wire.SessionActiveClientRemovedAction).ClientID)
 }
 
 func TestUnsubscribeStopsDelivery(t *testing.T) {
@@ -808,23 +876,20 @@ func TestUnsubscribeStopsDelivery(t *testing.T) {
 	c := hs.dial(t, "c")
 	r := c.initialize(RootURI, "ahp-session:/not-there")
 	require.Len(t, r.Snapshots, 1, "unknown initial subscriptions are skipped")
-	uri := hs.newSession(c, "unsub")
-	_, err := hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: "one"}))
-	require.NoError(t, err)
-	c.nextEnvelope(func(e envelope) bool { return e.Channel == uri })
-	c.send(map[string]any{"jsonrpc": "2.0", "method": "unsubscribe", "params": map[string]any{"channel": uri}})
-	_, perr := c.call("ping", map[string]any{"channel": RootURI}) // unsubscribe is processed in order
-	require.Nil(t, perr)
+	s := hs.newSession(c, "unsub")
+	hs.dispatch(t, s.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg("one"))})
+	c.nextEnvelope(func(e envelope) bool { return e.Channel == s.chat })
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "unsubscribe", "params": map[string]any{"channel": s.chat}})
+	c.ping() // unsubscribe is processed in order
 	c.backlog = nil
-	_, err = hs.h.Dispatch(uri, wire.Action(&wire.SessionTitleChangedAction{Title: "two"}))
-	require.NoError(t, err)
-	_, perr = c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, perr)
-	for _, m := range c.backlog {
-		if m.Method == "action" {
-			var e envelope
-			require.NoError(t, json.Unmarshal(m.Params, &e))
-			assert.NotEqual(t, uri, e.Channel, "no session envelopes after unsubscribe")
+	hs.dispatch(t, s.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg("two"))})
+	seq := hs.dispatch(t, s.uri, &wire.SessionTitleChangedAction{Title: "still watched"})
+	before, _ := c.until("the session's envelope", func(m rpcMsg) bool {
+		return m.Method == wire.MethodAction && decodeEnvelope(t, m).ServerSeq == seq
+	})
+	for _, m := range before {
+		if m.Method == wire.MethodAction {
+			assert.NotEqual(t, s.chat, decodeEnvelope(t, m).Channel, "no chat envelopes after unsubscribe")
 		}
 	}
 }
@@ -839,31 +904,72 @@ func TestServeConnResult(t *testing.T) {
 		go func() { done <- h.ServeConn(context.Background(), stdio.New(sr, sw, stdio.Options{})) }()
 		return newTestClient(t, stdio.New(cr, cw, stdio.Options{}), "c"), done
 	}
+	result := func(done chan error) error {
+		ctx, cancel := waitCtx(t)
+		defer cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			t.Fatal("ServeConn did not return")
+			return nil
+		}
+	}
 	// A client that goes away cleanly: nil.
 	c, done := serve()
 	c.initialize()
 	c.close()
-	require.NoError(t, <-done)
+	require.NoError(t, result(done))
 	// A failed negotiation: the server closes the connection and says why.
 	c, done = serve()
 	_, rerr := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"7.0.0"}, "clientId": "c"})
 	require.NotNil(t, rerr)
-	err := <-done
+	err := result(done)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "server closed the connection: protocol version negotiation failed")
+	// A host that is closed refuses connections.
+	h.Close()
+	cr, sw := io.Pipe()
+	defer cr.Close()
+	err = h.ServeConn(context.Background(), stdio.New(cr, sw, stdio.Options{}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shutting down")
 }
 
 func TestDispatchActionSentAsRequestIsHandled(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	c.initialize()
-	uri := hs.newSession(c, "lenient")
+	s := hs.newSession(c, "lenient")
 	before := hs.h.Stats().ServerSeq
 	res, err := c.call("dispatchAction", map[string]any{
-		"channel": uri, "clientSeq": 1,
+		"channel": s.uri, "clientSeq": 1,
 		"action": map[string]any{"type": "session/titleChanged", "title": "renamed"},
 	})
 	require.Nil(t, err, "a notification sent as a request is answered, not refused")
 	assert.Equal(t, "null", string(res))
 	assert.Greater(t, hs.h.Stats().ServerSeq, before, "and the action was sequenced")
+	assert.Equal(t, "renamed", hs.readSession(t, s.uri).Title)
+
+	res, err = c.call("unsubscribe", map[string]any{"channel": s.uri})
+	require.Nil(t, err)
+	assert.Equal(t, "null", string(res))
+}
+
+// TestStatsCountConnectionsAndSessions: Stats follows what is live.
+func TestStatsCountConnectionsAndSessions(t *testing.T) {
+	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	hs.newSession(c, "a")
+	s := hs.newSession(c, "b")
+	st := hs.h.Stats()
+	assert.Equal(t, 1, st.Connections)
+	assert.Equal(t, 2, st.Sessions)
+	c.mustCall("disposeSession", map[string]any{"channel": s.uri}, nil)
+	assert.Equal(t, 1, hs.h.Stats().Sessions)
+	var root wire.RootState
+	require.NoError(t, json.Unmarshal(c.subscribe(RootURI).State, &root))
+	require.NotNil(t, root.ActiveSessions)
+	assert.Equal(t, int64(1), *root.ActiveSessions)
 }

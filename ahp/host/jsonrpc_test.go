@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -90,24 +91,30 @@ func TestAsRPCError(t *testing.T) {
 func TestGoldenFrames(t *testing.T) {
 	h := New(Options{})
 	defer h.Close()
-	action, err := json.Marshal(wire.Action(&wire.SessionTurnStartedAction{TurnID: "t1", Message: wire.Message{Text: "hi", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}))
+	action, err := json.Marshal(wire.Action(&wire.ChatTurnStartedAction{TurnID: "t1", StartedAt: "2026-01-02T03:04:05.006Z", Message: userMsg("hi")}))
 	require.NoError(t, err)
-	server, env, err := h.encodeEnvelope(&envelopeOut{Channel: "ahp-session:/s1", Action: action, ServerSeq: 42})
+	const chat = "ahp-chat:/s1"
+	server, env, inner, err := h.encodeEnvelope(&envelopeOut{Channel: chat, Action: action, ServerSeq: 42})
 	require.NoError(t, err)
 	assert.True(t, json.Valid(env))
-	client, _, err := h.encodeEnvelope(&envelopeOut{Channel: "ahp-session:/s1", Action: action, ServerSeq: 43, Origin: &wire.ActionOrigin{ClientID: "c1", ClientSeq: 5}})
+	assert.Equal(t, string(action), string(inner), "the action is spliced in verbatim")
+	client, _, _, err := h.encodeEnvelope(&envelopeOut{Channel: chat, Action: action, ServerSeq: 43, Origin: &wire.ActionOrigin{ClientID: "c1", ClientSeq: 5}})
 	require.NoError(t, err)
-	rejected, _, err := h.encodeEnvelope(&envelopeOut{Channel: "ahp-session:/s1", Action: action, ServerSeq: 43, Origin: &wire.ActionOrigin{ClientID: "c1", ClientSeq: 6}, RejectionReason: "turn t0 is still active"})
+	rejected, _, _, err := h.encodeEnvelope(&envelopeOut{Channel: chat, Action: action, ServerSeq: 43, Origin: &wire.ActionOrigin{ClientID: "c1", ClientSeq: 6}, RejectionReason: "turn t0 is still active"})
 	require.NoError(t, err)
+	_, _, _, err = h.encodeEnvelope(&envelopeOut{Channel: chat, Action: []byte(`{"type":`), ServerSeq: 44})
+	require.Error(t, err, "an untrusted action must be valid JSON")
 	unsupported := encodeError(json.RawMessage("1"), &Error{Code: CodeUnsupportedProtocolVersion, Message: "unsupported protocol version",
-		Data: wire.UnsupportedProtocolVersionErrorData{SupportedVersions: []string{"0.3.0"}}})
+		Data: wire.UnsupportedProtocolVersionErrorData{SupportedVersions: codec.Supported()}})
 	parse := encodeError(nil, &Error{Code: CodeParseError, Message: "parse error"})
+	progress := encodeNotification(wire.MethodRootProgress, mustJSON(t, wire.ProgressParams{Channel: RootURI, ProgressToken: "p", Progress: 2, Total: wire.Ptr[int64](2)}))
 	for name, got := range map[string][]byte{
-		"envelope_server.json":   server,
-		"envelope_client.json":   client,
-		"envelope_rejected.json": rejected,
-		"error_unsupported.json": unsupported,
-		"error_parse.json":       parse,
+		"envelope_server.json":       server,
+		"envelope_client.json":       client,
+		"envelope_rejected.json":     rejected,
+		"error_unsupported.json":     unsupported,
+		"error_parse.json":           parse,
+		"notification_progress.json": progress,
 	} {
 		path := filepath.Join("testdata", "golden", name)
 		if *update {

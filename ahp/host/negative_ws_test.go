@@ -3,15 +3,15 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"strings"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The negative-path suite of issue #7: every JSON-RPC error path, over a
@@ -38,20 +38,11 @@ func runNegCases(t *testing.T, c *testClient, cases []negCase) {
 			if tc.code == 0 {
 				// Nothing comes back: the next response is the ping's.
 				c.sendRaw([]byte(`{"jsonrpc":"2.0","id":"after","method":"ping"}`))
-				m, ok := c.recvFresh(testTimeout)
-				require.True(t, ok, "the connection closed")
+				_, m := c.until("the ping's answer", rpcMsg.isResponse)
 				require.Equal(t, `"after"`, string(m.ID), "frame %s drew an answer: %s", tc.frame, m.raw)
 				return
 			}
-			var m rpcMsg
-			for {
-				var ok bool
-				m, ok = c.recvFresh(testTimeout)
-				require.True(t, ok, "no answer to %s: the connection closed", tc.frame)
-				if m.isResponse() {
-					break
-				}
-			}
+			_, m := c.until("the answer to "+tc.frame, rpcMsg.isResponse)
 			require.NotNil(t, m.Error, "frame %s got %s", tc.frame, m.raw)
 			assert.Equal(t, tc.code, m.Error.Code, "frame %s: %s", tc.frame, m.Error.Message)
 			assert.Equal(t, tc.id, string(m.ID), "the error answers the request's id")
@@ -61,8 +52,7 @@ func runNegCases(t *testing.T, c *testClient, cases []negCase) {
 			require.NoError(t, json.Unmarshal(m.raw, &raw))
 			assert.JSONEq(t, `"2.0"`, string(raw["jsonrpc"]))
 
-			_, err := c.call("ping", map[string]any{"channel": RootURI})
-			require.Nil(t, err, "the connection stays usable after %s", tc.name)
+			c.ping() // the connection stays usable
 		})
 	}
 }
@@ -81,6 +71,15 @@ func TestNegativeBeforeInitialize(t *testing.T) {
 	cases = append(cases,
 		negCase{name: "parse error", frame: `{"jsonrpc":"2.0",`, code: CodeParseError, id: "null"},
 		negCase{name: "unknown method", frame: `{"jsonrpc":"2.0","id":8,"method":"nope","params":{"channel":"ahp-root://"}}`, code: CodeMethodNotFound, id: "8", msg: "nope"},
+		negCase{name: "the codec-only method", frame: `{"jsonrpc":"2.0","id":9,"method":"` + codec.InternalFetchTurnsPage + `","params":{"channel":"ahp-chat:/x"}}`, code: CodeMethodNotFound, id: "9"},
+		negCase{name: "reconnect of an unknown client", frame: `{"jsonrpc":"2.0","id":10,"method":"reconnect","params":{"channel":"ahp-root://","clientId":"stranger","lastSeenServerSeq":0,"subscriptions":[]}}`,
+			code: CodeInvalidRequest, id: "10", msg: "not known"},
+		negCase{name: "initialize without clientId", frame: `{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"]}}`,
+			code: CodeInvalidParams, id: "11", msg: "clientId"},
+		negCase{name: "initialize without versions", frame: `{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"channel":"ahp-root://","clientId":"early"}}`,
+			code: CodeInvalidParams, id: "12", msg: "protocolVersions"},
+		negCase{name: "initialize with a malformed version", frame: `{"jsonrpc":"2.0","id":13,"method":"initialize","params":{"channel":"ahp-root://","clientId":"early","protocolVersions":["seven"]}}`,
+			code: CodeInvalidParams, id: "13", msg: "seven"},
 		negCase{name: "dispatchAction notification is dropped",
 			frame: `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-root://","clientSeq":1,"action":{"type":"root/activeSessionsChanged","activeSessions":1}}}`},
 	)
@@ -89,14 +88,15 @@ func TestNegativeBeforeInitialize(t *testing.T) {
 	// ... and initialize still works afterwards on the same connection.
 	c.t = t
 	r := c.initialize(RootURI)
-	assert.Equal(t, ProtocolVersion030, r.ProtocolVersion)
+	assert.Equal(t, current, r.ProtocolVersion)
 }
 
 func TestNegativeAfterInitialize(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "neg")
 	c.initialize(RootURI)
-	existing := hs.newSession(c, "exists")
+	s := hs.newSession(c, "exists")
+	existing := s.uri
 	c.t = t
 
 	runNegCases(t, c, []negCase{
@@ -114,7 +114,7 @@ func TestNegativeAfterInitialize(t *testing.T) {
 		{name: "method is a number", frame: `{"jsonrpc":"2.0","id":6,"method":6}`, code: CodeInvalidRequest, id: "6"},
 		{name: "id is an object", frame: `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, code: CodeInvalidRequest, id: "null"},
 		{name: "id is an array", frame: `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, code: CodeInvalidRequest, id: "null"},
-		{name: "initialize twice", frame: `{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.3.0"],"clientId":"neg"}}`,
+		{name: "initialize twice", frame: `{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"],"clientId":"neg"}}`,
 			code: CodeInvalidRequest, id: "9", msg: "already initialized"},
 
 		// Unknown method.
@@ -127,13 +127,21 @@ func TestNegativeAfterInitialize(t *testing.T) {
 		{name: "channel empty", frame: `{"jsonrpc":"2.0","id":13,"method":"listSessions","params":{"channel":""}}`, code: CodeInvalidParams, id: "13", msg: "channel"},
 		{name: "channel a number", frame: `{"jsonrpc":"2.0","id":14,"method":"subscribe","params":{"channel":1}}`, code: CodeInvalidParams, id: "14"},
 		{name: "params an array", frame: `{"jsonrpc":"2.0","id":15,"method":"subscribe","params":["ahp-root://"]}`, code: CodeInvalidParams, id: "15"},
-		{name: "field of the wrong type", frame: `{"jsonrpc":"2.0","id":16,"method":"fetchTurns","params":{"channel":"` + existing + `","limit":"ten"}}`, code: CodeInvalidParams, id: "16"},
+		{name: "field of the wrong type", frame: `{"jsonrpc":"2.0","id":16,"method":"fetchTurns","params":{"channel":"` + s.chat + `","cursor":10}}`, code: CodeInvalidParams, id: "16"},
 		{name: "createSession on a non-session URI", frame: `{"jsonrpc":"2.0","id":17,"method":"createSession","params":{"channel":"ahp-terminal:/t","provider":"fake"}}`, code: CodeInvalidParams, id: "17"},
 		{name: "resourceRead without uri", frame: `{"jsonrpc":"2.0","id":18,"method":"resourceRead","params":{"channel":"ahp-root://"}}`, code: CodeInvalidParams, id: "18", msg: "uri"},
 
 		// Unknown session.
 		{name: "subscribe to an unknown session", frame: `{"jsonrpc":"2.0","id":19,"method":"subscribe","params":{"channel":"ahp-session:/nope"}}`, code: CodeSessionNotFound, id: "19"},
-		{name: "fetchTurns of an unknown session", frame: `{"jsonrpc":"2.0","id":20,"method":"fetchTurns","params":{"channel":"ahp-session:/nope"}}`, code: CodeSessionNotFound, id: "20"},
+		{name: "fetchTurns of an unknown chat", frame: `{"jsonrpc":"2.0","id":20,"method":"fetchTurns","params":{"channel":"ahp-chat:/nope"}}`, code: CodeNotFound, id: "20"},
+		{name: "fetchTurns of a session", frame: `{"jsonrpc":"2.0","id":201,"method":"fetchTurns","params":{"channel":"` + existing + `"}}`, code: CodeSessionNotFound, id: "201"},
+		{name: "subscribe to an unknown chat", frame: `{"jsonrpc":"2.0","id":202,"method":"subscribe","params":{"channel":"ahp-chat:/nope"}}`, code: CodeNotFound, id: "202"},
+		{name: "completions of an unknown chat", frame: `{"jsonrpc":"2.0","id":203,"method":"completions","params":{"channel":"ahp-chat:/nope","kind":"userMessage","text":"","offset":0}}`, code: CodeNotFound, id: "203"},
+		{name: "dispose an unknown chat", frame: `{"jsonrpc":"2.0","id":204,"method":"disposeChat","params":{"channel":"ahp-chat:/nope"}}`, code: CodeNotFound, id: "204"},
+		{name: "createChat in an unknown session", frame: `{"jsonrpc":"2.0","id":205,"method":"createChat","params":{"channel":"ahp-session:/nope","chat":"ahp-chat:/c"}}`, code: CodeSessionNotFound, id: "205"},
+		{name: "negative view.turns", frame: `{"jsonrpc":"2.0","id":206,"method":"subscribe","params":{"channel":"` + s.chat + `","view":{"turns":-1}}}`, code: CodeInvalidParams, id: "206", msg: "view.turns"},
+		{name: "listSessions with a zero limit", frame: `{"jsonrpc":"2.0","id":207,"method":"listSessions","params":{"channel":"ahp-root://","limit":0}}`, code: CodeInvalidParams, id: "207", msg: "limit"},
+		{name: "forking a session", frame: `{"jsonrpc":"2.0","id":208,"method":"createSession","params":{"channel":"ahp-session:/fork","provider":"fake","fork":{"session":"` + existing + `","turnId":"t"}}}`, code: CodeInvalidParams, id: "208", msg: "fork"},
 		{name: "dispose an unknown session", frame: `{"jsonrpc":"2.0","id":21,"method":"disposeSession","params":{"channel":"ahp-session:/nope"}}`, code: CodeSessionNotFound, id: "21"},
 
 		// Session already exists; provider unknown.
@@ -147,32 +155,18 @@ func TestNegativeAfterInitialize(t *testing.T) {
 		{name: "malformed unsubscribe", frame: `{"jsonrpc":"2.0","method":"unsubscribe","params":{}}`},
 		{name: "dispatchAction without channel", frame: `{"jsonrpc":"2.0","method":"dispatchAction","params":{"clientSeq":1}}`},
 		{name: "dispatchAction to an unknown channel", frame: `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-session:/nope","clientSeq":2,"action":{"type":"session/titleChanged","title":"x"}}}`},
+		{name: "dispatchAction to an unknown chat", frame: `{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"ahp-chat:/nope","clientSeq":3,"action":{"type":"chat/turnCancelled","turnId":"x"}}}`},
 	})
 
 	// A malformed action for a known channel is echoed with a
 	// rejectionReason, and the connection stays up.
 	c.t = t
 	c.sendRaw([]byte(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"` + existing + `","clientSeq":77,"action":{"type":"session/titleChanged","title":5}}}`))
-	for {
-		m, ok := c.recv(testTimeout)
-		require.True(t, ok, "no echo of the malformed action")
-		if m.Method != "action" {
-			continue
-		}
-		var echo struct {
-			Origin          struct{ ClientSeq int64 } `json:"origin"`
-			RejectionReason *string                   `json:"rejectionReason"`
-		}
-		require.NoError(t, json.Unmarshal(m.Params, &echo))
-		if echo.Origin.ClientSeq != 77 {
-			continue
-		}
-		require.NotNil(t, echo.RejectionReason, "%s", m.Params)
-		assert.Contains(t, *echo.RejectionReason, "malformed")
-		break
-	}
-	_, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err)
+	echo := c.ownEcho(77)
+	require.NotNil(t, echo.RejectionReason, "%s", echo.raw)
+	assert.Contains(t, *echo.RejectionReason, "malformed")
+	assert.Contains(t, string(echo.raw), `"title":5`, "echoed as sent")
+	c.ping()
 }
 
 // TestNegativeUnsupportedVersionCloses: the spec's one error that ends the
@@ -183,8 +177,7 @@ func TestNegativeUnsupportedVersionCloses(t *testing.T) {
 	defer wsc.Close()
 	require.NoError(t, wsc.WriteMessage(websocket.TextMessage,
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.1.0"],"clientId":"old"}}`)))
-	require.NoError(t, wsc.SetReadDeadline(time.Now().Add(testTimeout)))
-	_, b, err := wsc.ReadMessage()
+	b, err := readRaw(t, wsc)
 	require.NoError(t, err, "the error is delivered before the close")
 	var m rpcMsg
 	require.NoError(t, json.Unmarshal(b, &m))
@@ -192,20 +185,19 @@ func TestNegativeUnsupportedVersionCloses(t *testing.T) {
 	assert.Equal(t, CodeUnsupportedProtocolVersion, m.Error.Code)
 	assert.Equal(t, "1", string(m.ID))
 	data, _ := json.Marshal(m.Error.Data)
-	assert.JSONEq(t, `{"supportedVersions":["0.3.0"]}`, string(data))
+	assert.JSONEq(t, `{"supportedVersions":["0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
 
-	_, _, err = wsc.ReadMessage()
+	_, err = readRaw(t, wsc)
 	require.Error(t, err, "then the server closes the connection")
-	assert.False(t, strings.Contains(err.Error(), "timeout"), "closed, not timed out: %v", err)
 
 	// Other connections do not notice.
 	c := hs.dial(t, "new")
 	c.initialize(RootURI)
 }
 
-// slowReads is the fake backend with a resourceRead that waits for release.
+// slowReads is the fake handler with a resourceRead that waits for release.
 type slowReads struct {
-	*fakeBackend
+	*fakeHandler
 	release chan struct{}
 }
 
@@ -215,7 +207,7 @@ func (b *slowReads) ResourceRead(ctx context.Context, p wire.ResourceReadParams)
 	case <-ctx.Done():
 		return wire.ResourceReadResult{}, ctx.Err()
 	}
-	return b.fakeBackend.ResourceRead(ctx, p)
+	return b.fakeHandler.ResourceRead(ctx, p)
 }
 
 // TestNegativePendingRequestLimit: a client that keeps asking without
@@ -223,8 +215,8 @@ func (b *slowReads) ResourceRead(ctx context.Context, p wire.ResourceReadParams)
 // and every admitted request is still answered.
 func TestNegativePendingRequestLimit(t *testing.T) {
 	hs := newHarness(t, Options{MaxPendingRequests: 4})
-	slow := &slowReads{fakeBackend: hs.backend, release: make(chan struct{})}
-	hs.h.SetBackend(slow)
+	slow := &slowReads{fakeHandler: hs.handler, release: make(chan struct{})}
+	hs.h.SetHandler(slow)
 	c := hs.dial(t, "greedy")
 	c.initialize(RootURI)
 
@@ -235,27 +227,18 @@ func TestNegativePendingRequestLimit(t *testing.T) {
 	}
 	refused := map[string]bool{}
 	for len(refused) < sent-4 {
-		m, ok := c.recv(testTimeout)
-		require.True(t, ok, "only %d refusals arrived", len(refused))
-		if !m.isResponse() {
-			continue
-		}
-		require.NotNil(t, m.Error, "nothing is answered before the backend is released: %s", m.raw)
+		_, m := c.until(fmt.Sprintf("refusal %d", len(refused)+1), rpcMsg.isResponse)
+		require.NotNil(t, m.Error, "nothing is answered before the handler is released: %s", m.raw)
 		assert.Equal(t, CodeInternalError, m.Error.Code)
 		assert.Contains(t, m.Error.Message, "too many pending requests")
 		refused[string(m.ID)] = true
 	}
-	_, err := c.call("ping", map[string]any{"channel": RootURI})
-	require.Nil(t, err, "the connection stays usable")
+	c.ping() // the connection stays usable
 
 	close(slow.release)
 	answered := 0
 	for answered < 4 {
-		m, ok := c.recv(testTimeout)
-		require.True(t, ok)
-		if !m.isResponse() {
-			continue
-		}
+		_, m := c.until(fmt.Sprintf("answer %d", answered+1), rpcMsg.isResponse)
 		require.Nil(t, m.Error, "%s", m.raw)
 		assert.False(t, refused[string(m.ID)])
 		answered++

@@ -124,16 +124,18 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 		h.queue(c, rawResponse(m.id, []byte("null")))
 		return
 	}
-	if !c.isInitialized() {
-		h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest, "the connection is not initialized: send initialize (or reconnect) before %s", m.method)))
-		return
-	}
 	if why, ok := unsupported[m.method]; ok {
 		h.queue(c, encodeError(m.id, Errorf(CodeMethodNotFound, "%s is not supported: %s", m.method, why)))
 		return
 	}
 	if _, ok := commands[m.method]; !ok || m.method == codec.InternalFetchTurnsPage {
 		h.queue(c, encodeError(m.id, Errorf(CodeMethodNotFound, "method not found: %s is not supported by this server", m.method)))
+		return
+	}
+	// A method this server never serves is not found, handshake or not;
+	// one it serves needs the handshake first.
+	if !c.isInitialized() {
+		h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest, "the connection is not initialized: send initialize (or reconnect) before %s", m.method)))
 		return
 	}
 	r := &request{c: c, id: m.id, method: m.method, params: m.params}

@@ -435,8 +435,44 @@ func (h *Host) releaseActiveClient(clientID string, match func(session string) b
 			if _, err := h.applyLocked(sess, wire.Action(&wire.SessionActiveClientRemovedAction{ClientID: clientID}), nil, nil); err != nil {
 				h.log.Error().Err(err).Msg("failed to remove an active client")
 			}
+			h.failClientToolsLocked(g, clientID)
 		}
 		g.mu.Unlock()
+	}
+}
+
+// failClientToolsLocked fails the running tool calls a departed client
+// was executing (spec: with chat/toolCallComplete, not a cancellation), so
+// no turn waits forever for a result nobody will send. Called with the
+// group's mutex held.
+func (h *Host) failClientToolsLocked(g *sessionGroup, clientID string) {
+	for _, ch := range g.chats {
+		t := ch.chat.st.ActiveTurn
+		if t == nil {
+			continue
+		}
+		var ids []string
+		for _, p := range t.ResponseParts {
+			tp, ok := p.Value.(*wire.ToolCallResponsePart)
+			if !ok || tp == nil {
+				continue
+			}
+			if c, ok := contributorOf(tp.ToolCall).(*wire.ToolCallClientContributor); ok && c != nil && c.ClientID == clientID {
+				ids = append(ids, tp.ToolCall.ToolCallID())
+			}
+		}
+		for _, id := range ids {
+			done := wire.Action(&wire.ChatToolCallCompleteAction{TurnID: t.ID, ToolCallID: id, Result: wire.ToolCallResult{
+				Success:          false,
+				PastTenseMessage: wire.PlainText("The client running this tool went away"),
+				Error:            &wire.ToolCallError{Message: fmt.Sprintf("client %s, which was running this tool, is no longer connected", clientID)},
+			}})
+			if _, err := h.applyLocked(ch, done, nil, nil); err != nil {
+				h.log.Error().Err(err).Str("chat", ch.uri).Msg("failed to fail a departed client's tool call")
+				continue
+			}
+			h.handoff(ch, done, wire.ActionOrigin{})
+		}
 	}
 }
 

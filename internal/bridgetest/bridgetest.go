@@ -1,10 +1,13 @@
 // Package bridgetest starts a whole ahp-bridge in process — host, bridge,
 // providers and the WebSocket transport on a loopback port — so tests can
-// drive it over AHP exactly as a client would.
+// drive it over AHP 0.7.0 exactly as a client would. Its helpers take a
+// session URI where the client does: for turns it stands for the session's
+// default chat.
 package bridgetest
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,7 +23,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
@@ -41,6 +44,15 @@ type Env struct {
 type Options struct {
 	Approve string // --approve policy by name (mapping.ParsePolicy); "ask" when empty
 	Host    host.Options
+}
+
+// Context returns a context for one wait of a test: it ends after d, or
+// when the test ends. Every wait gets its own, so a long test cannot run
+// out of one budget shared by all its steps.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // Start runs a bridge over providers until the test ends.
@@ -67,12 +79,14 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 	}
 	b := bridge.New(providers, bridge.Options{Approve: policy, Logger: log.With().Str("component", "bridge").Logger()})
 	b.Attach(h)
-	h.SetBackend(b)
-	require.NoError(t, b.Start(context.Background()))
+	h.SetHandler(b)
+	require.NoError(t, b.Start(t.Context()))
 	handler := ws.NewHandler(h, ws.Options{Token: Token, Logger: log})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// The test's own context has ended by now; shutting down gets its
+		// own deadline.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
 		defer cancel()
 		b.Close(ctx)
 		h.Close()
@@ -89,31 +103,39 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 // Client dials and initializes an AHP client subscribed to the root channel.
 func (e *Env) Client(t testing.TB) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, e.URL, client.Options{})
+	c, err := client.Dial(Context(t, 10*time.Second), e.URL, client.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	_, err = c.Initialize(ctx, wire.RootChannel)
+	_, err = c.Initialize(Context(t, 10*time.Second), client.RootChannel)
 	require.NoError(t, err)
 	return c
 }
 
-// CreateSession creates a session for provider in cwd, subscribes to it and
-// waits until it is ready. It returns the session channel.
+// CreateSession creates a session for provider in cwd ("" = none: the
+// bridge's own directory), subscribes to it (and so to its default chat)
+// and waits until it is ready. It returns the session URI, which stands
+// for the default chat wherever the client takes a chat.
 func CreateSession(t testing.TB, c *client.Client, provider, cwd string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ch := client.NewSessionURI()
-	params := wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(provider)}
+	params := wire.CreateSessionParams{Provider: wire.Ptr(provider)}
 	if cwd != "" {
-		params.WorkingDirectory = wire.Ptr("file://" + cwd)
+		params.WorkingDirectories = []string{"file://" + cwd}
 	}
-	require.NoError(t, c.CreateSession(ctx, params))
-	_, err := c.Subscribe(ctx, ch)
+	return CreateSessionWith(t, c, params)
+}
+
+// CreateSessionWith is CreateSession with the caller's params (a fresh
+// session URI when params.Channel is empty).
+func CreateSessionWith(t testing.TB, c *client.Client, params wire.CreateSessionParams) string {
+	t.Helper()
+	if params.Channel == "" {
+		params.Channel = client.NewSessionURI()
+	}
+	ch := params.Channel
+	require.NoError(t, c.CreateSession(Context(t, 30*time.Second), params))
+	_, err := c.Subscribe(Context(t, 10*time.Second), ch)
 	require.NoError(t, err)
-	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool {
+	st, err := c.WaitFor(Context(t, 30*time.Second), ch, func(s *wire.SessionState) bool {
 		return s.Lifecycle != wire.SessionLifecycleCreating
 	})
 	require.NoError(t, err)
@@ -121,53 +143,33 @@ func CreateSession(t testing.TB, c *client.Client, provider, cwd string) string 
 	return ch
 }
 
-// StartTurn dispatches session/turnStarted with text and returns the turn id.
-func StartTurn(t testing.TB, c *client.Client, channel, text string) string {
+// StartTurn starts a turn with text on a chat (a session URI: its default
+// chat), waits for the host to accept it and returns the turn id.
+func StartTurn(t testing.TB, c *client.Client, chat, text string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	turnID := client.NewUUID()
-	_, err := c.DispatchAction(ctx, channel, wire.Action(&wire.SessionTurnStartedAction{
-		TurnID:  turnID,
-		Message: wire.Message{Text: text, Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}},
-	}))
+	_, err := c.StartTurn(Context(t, 10*time.Second), chat, turnID, client.UserMessage(text))
 	require.NoError(t, err)
 	return turnID
 }
 
-// WaitTurnEnd waits until turnID is no longer active and returns it from
-// the completed turns.
-func WaitTurnEnd(t testing.TB, c *client.Client, channel, turnID string, timeout time.Duration) wire.Turn {
+// WaitTurnEnd waits until turnID of a chat (a session URI: its default
+// chat) has ended and returns it.
+func WaitTurnEnd(t testing.TB, c *client.Client, chat, turnID string, timeout time.Duration) wire.Turn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	st, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
-		for _, tr := range s.Turns {
-			if tr.ID == turnID {
-				return true
-			}
-		}
-		return false
-	})
+	turn, err := c.WaitForTurn(Context(t, timeout), chat, turnID)
 	require.NoError(t, err, "turn %s did not end", turnID)
-	for _, tr := range st.Turns {
-		if tr.ID == turnID {
-			return tr
-		}
-	}
-	panic("unreachable")
+	return *turn
 }
 
-// WaitPendingTool waits until a tool call of the active turn is pending
-// confirmation and returns its id.
-func WaitPendingTool(t testing.TB, c *client.Client, channel string, timeout time.Duration) string {
+// WaitPendingTool waits until a session waits for a tool call's
+// confirmation (its inputNeeded) and returns the tool call's id.
+func WaitPendingTool(t testing.TB, c *client.Client, session string, timeout time.Duration) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var id string
-	_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
-		if ids := client.PendingConfirmations(s); len(ids) > 0 {
-			id = ids[0]
+	_, err := c.WaitFor(Context(t, timeout), session, func(s *wire.SessionState) bool {
+		if pcs := client.PendingConfirmations(s); len(pcs) > 0 {
+			id = pcs[0].ToolCallID
 			return true
 		}
 		return false
@@ -176,30 +178,58 @@ func WaitPendingTool(t testing.TB, c *client.Client, channel string, timeout tim
 	return id
 }
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
+// built caches the commands go-built for this test process, by package:
+// building is slow, and every test of the process can share the result.
+// It is the one package-level variable here, because a cache per test
+// would build the same command dozens of times.
+var built struct {
+	mu    sync.Mutex
+	paths map[string]buildResult
+}
+
+type buildResult struct {
+	path string
+	err  error
+}
+
+// build go-builds pkg once per test process and returns the executable.
+func build(t testing.TB, pkg, name string) string {
+	t.Helper()
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	r, ok := built.paths[pkg]
+	if !ok {
+		r = buildResult{}
+		dir, err := os.MkdirTemp("", "ahp-bridge-bin")
+		if err == nil {
+			r.path = filepath.Join(dir, name)
+			out, berr := exec.Command("go", "build", "-o", r.path, pkg).CombinedOutput()
+			if berr != nil {
+				err = fmt.Errorf("go build %s: %w\n%s", pkg, berr, out)
+			}
+		}
+		r.err = err
+		if built.paths == nil {
+			built.paths = map[string]buildResult{}
+		}
+		built.paths[pkg] = r
+	}
+	require.NoError(t, r.err)
+	return r.path
+}
 
 // Binary builds ./cmd/ahp-bridge once per test process and returns its
-// path; tests use `BINARY demo-agent` as a real ACP agent subprocess.
+// path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ahp-bridge-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "ahp-bridge")
-		cmd := exec.Command("go", "build", "-o", builtBin, "github.com/ahp-bridge/ahp-bridge/cmd/ahp-bridge")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = err
-			builtBin = string(out)
-		}
-	})
-	require.NoError(t, buildErr, "building ahp-bridge: %s", builtBin)
-	return builtBin
+	return build(t, "github.com/ahp-bridge/ahp-bridge/cmd/ahp-bridge", "ahp-bridge")
+}
+
+// ScriptAgent builds the scripted ACP agent (internal/scriptagent, the
+// same agent as `ahp-bridge demo-agent`) once per test process and returns
+// its path, for tests that run it as a real subprocess without needing
+// the whole command.
+func ScriptAgent(t testing.TB) string {
+	t.Helper()
+	return build(t, "github.com/ahp-bridge/ahp-bridge/internal/scriptagent/cmd/scriptagent", "scriptagent")
 }

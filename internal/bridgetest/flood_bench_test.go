@@ -2,7 +2,6 @@ package bridgetest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -16,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 )
 
 // BenchmarkBridgeFlood streams b.N 64-byte agent_message_chunks from the
 // scripted agent (a real subprocess) through an in-process bridge to one
-// WebSocket reader, so the bridge's hot path can be profiled with
+// AHP 0.7.0 WebSocket reader, so the bridge's hot path can be profiled with
 // -cpuprofile. The reader only looks for the last chunk's index.
 func BenchmarkBridgeFlood(b *testing.B) {
 	for _, coalesce := range []bool{false, true} {
@@ -35,13 +35,13 @@ func BenchmarkBridgeFlood(b *testing.B) {
 }
 
 func benchFlood(b *testing.B, coalesce bool) {
-	bin := Binary(b)
-	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{bin, "demo-agent"}, CoalesceText: coalesce}, zerolog.Nop())
+	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(b)}, CoalesceText: coalesce}, zerolog.Nop())
 	env := Start(b, []backend.Provider{p}, Options{})
 	c := env.Client(b)
 	ch := CreateSession(b, c, "flood", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	chat, err := c.DefaultChat(ch)
+	require.NoError(b, err)
+	ctx := Context(b, 5*time.Minute)
 	require.NoError(b, c.Unsubscribe(ctx, ch))
 
 	ws, _, err := websocket.DefaultDialer.DialContext(ctx, env.URL, nil)
@@ -54,7 +54,7 @@ func benchFlood(b *testing.B, coalesce bool) {
 		require.NoError(b, ws.WriteMessage(websocket.TextMessage, msg))
 	}
 	send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"channel": "ahp-root://",
-		"protocolVersions": []string{"0.3.0"}, "clientId": "bench", "initialSubscriptions": []string{ch}}})
+		"protocolVersions": []string{"0.7.0"}, "clientId": "bench", "initialSubscriptions": []string{chat}}})
 	for {
 		_, msg, err := ws.ReadMessage()
 		require.NoError(b, err)
@@ -65,9 +65,10 @@ func benchFlood(b *testing.B, coalesce bool) {
 	last := []byte(fmt.Sprintf("#%08d", b.N-1))
 	b.ResetTimer()
 	start := time.Now()
-	send(map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": ch, "clientSeq": 1,
-		"action": map[string]any{"type": "session/turnStarted", "turnId": "00000000-0000-4000-8000-000000000001",
-			"message": map[string]any{"text": fmt.Sprintf("bench %d 64", b.N), "origin": map[string]any{"kind": "user"}}}}})
+	send(map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": chat, "clientSeq": 1,
+		"action": map[string]any{"type": "chat/turnStarted", "turnId": "00000000-0000-4000-8000-000000000001",
+			"startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+			"message":   map[string]any{"text": fmt.Sprintf("bench %d 64", b.N), "origin": map[string]any{"kind": "user"}}}}})
 	for {
 		_, msg, err := ws.ReadMessage()
 		require.NoError(b, err)
@@ -80,11 +81,10 @@ func benchFlood(b *testing.B, coalesce bool) {
 
 // floodState runs one flood with tool calls through a bridge whose ACP
 // provider coalesces text chunks or not, and returns the client's final
-// session state (normalised: generated ids and times replaced) and the
-// number of envelopes the host encoded.
+// chat state (normalised: generated ids and times replaced) and the number
+// of envelopes the host encoded.
 func floodState(t *testing.T, coalesce bool, prompt string) (string, int64) {
-	bin := Binary(t)
-	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{bin, "demo-agent"}, CoalesceText: coalesce}, zerolog.Nop())
+	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(t)}, CoalesceText: coalesce}, zerolog.Nop())
 	env := Start(t, []backend.Provider{p}, Options{})
 	c := env.Client(t)
 	ch := CreateSession(t, c, "flood", "")
@@ -92,16 +92,17 @@ func floodState(t *testing.T, coalesce bool, prompt string) (string, int64) {
 	turn := StartTurn(t, c, ch, prompt)
 	WaitTurnEnd(t, c, ch, turn, time.Minute)
 	encoded := env.Host.Stats().EnvelopesEncoded - before
-	st, err := c.Session(ch)
+	st, err := c.Chat(ch)
 	require.NoError(t, err)
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
-	return normalize(string(b), ch, turn), encoded
+	return normalize(string(b), st.Resource, turn), encoded
 }
 
 var (
 	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	timeRE  = regexp.MustCompile(`"(\w*At|\w*Time|timestamp)":\d+`)
+	timeRE  = regexp.MustCompile(`"(\w*At|\w*Time|timestamp)":("[^"]*"|\d+)`)
+	durRE   = regexp.MustCompile(`"duration":\d+`)
 	stampRE = regexp.MustCompile(scriptagent.BenchStampPrefix + `\d{19}#`)
 )
 
@@ -109,10 +110,11 @@ func excerpt(s string, i int) string {
 	return s[max(i-80, 0):min(i+80, len(s))]
 }
 
-// normalize replaces the session URI, the turn id, generated UUIDs (in
-// order of first appearance) and timestamps, which differ between runs.
+// normalize replaces the chat URI, the turn id, generated UUIDs (in order
+// of first appearance), timestamps and durations, which differ between
+// runs.
 func normalize(s, channel, turn string) string {
-	s = strings.ReplaceAll(s, channel, "SESSION")
+	s = strings.ReplaceAll(s, channel, "CHAT")
 	s = strings.ReplaceAll(s, turn, "TURN")
 	ids := map[string]string{}
 	s = uuidRE.ReplaceAllStringFunc(s, func(u string) string {
@@ -122,6 +124,7 @@ func normalize(s, channel, turn string) string {
 		return ids[u]
 	})
 	s = stampRE.ReplaceAllString(s, "T#") // the agent's write times
+	s = durRE.ReplaceAllString(s, `"duration":0`)
 	return timeRE.ReplaceAllString(s, `"$1":0`)
 }
 
@@ -145,8 +148,8 @@ func TestCoalescedFloodSameState(t *testing.T) {
 	t.Logf("envelopes: %d uncoalesced, %d coalesced", plainEnvelopes, mergedEnvelopes)
 }
 
-// rawReader is a WebSocket AHP client that only counts the action frames
-// of one channel and watches for a marker.
+// rawReader is a WebSocket AHP 0.7.0 client that only counts the action
+// frames of one channel and watches for a marker.
 type rawReader struct {
 	ws      *websocket.Conn
 	actions int
@@ -159,7 +162,7 @@ func dialRaw(t *testing.T, url, channel, marker string) *rawReader {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
+		"channel": "ahp-root://", "protocolVersions": []string{"0.7.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteMessage(websocket.TextMessage, msg))
 	for {
@@ -194,20 +197,23 @@ func dialRaw(t *testing.T, url, channel, marker string) *rawReader {
 // once and the same bytes are queued to all 100 connections.
 func TestFloodTo100ClientsEncodesOnce(t *testing.T) {
 	const clients, chunks = 100, 500
-	bin := Binary(t)
-	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{bin, "demo-agent"}}, zerolog.Nop())
+	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(t)}}, zerolog.Nop())
 	env := Start(t, []backend.Provider{p}, Options{})
 	c := env.Client(t)
 	ch := CreateSession(t, c, "flood", "")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, c.Unsubscribe(ctx, ch))
+	chat, err := c.DefaultChat(ch)
+	require.NoError(t, err)
+	require.NoError(t, c.Unsubscribe(Context(t, time.Minute), ch))
 	readers := make([]*rawReader, clients)
 	for i := range readers {
-		readers[i] = dialRaw(t, env.URL, ch, "session/turnComplete")
+		readers[i] = dialRaw(t, env.URL, chat, "chat/turnComplete")
 	}
 	before := env.Host.Stats()
-	StartTurn(t, c, ch, fmt.Sprintf("bench %d 64", chunks))
+	// c no longer watches the session, so the turn is dispatched without
+	// waiting for its echo.
+	_, err = c.DispatchAction(Context(t, 10*time.Second), chat, c.TurnStarted(client.NewUUID(), client.UserMessage(fmt.Sprintf("bench %d 64", chunks))))
+	require.NoError(t, err)
+	ctx := Context(t, time.Minute)
 	for i, r := range readers {
 		select {
 		case <-r.done:
