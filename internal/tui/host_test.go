@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,8 +23,8 @@ import (
 
 func startBridge(t *testing.T) *bridgetest.Env {
 	t.Helper()
-	bin := bridgetest.Binary(t)
-	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bin, "demo-agent"}}, zerolog.Nop())
+	// The demo's agent, built on its own: these tests need no command.
+	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bridgetest.ScriptAgent(t)}}, zerolog.Nop())
 	return bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
 }
 
