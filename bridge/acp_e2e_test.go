@@ -4,27 +4,30 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // The tests in this file run the scripted ACP agent (internal/scriptagent,
-// as `ahp-bridge demo-agent`) as a real subprocess behind a real bridge and
-// drive it over AHP WebSocket with package client, asserting the session
-// state a client ends up with.
+// the agent of `ahp-bridge demo-agent`) as a real subprocess behind a real
+// bridge and drive it over AHP 0.7.0 WebSocket with package client,
+// asserting the session and chat states a client ends up with. A session
+// URI stands for the session's default chat where a chat is meant.
 
 const acpReadmeText = "# E2E project\nThe marker is 7f3a.\n"
 
@@ -50,10 +53,12 @@ func TestACPDemoTurnApproved(t *testing.T) {
 	require.Len(t, pc.Options, 2)
 	assert.Equal(t, "allow", pc.Options[0].ID)
 	assert.Equal(t, "reject", pc.Options[1].ID)
-	st, err := r.c.Session(ch)
+	cs, err := r.c.Chat(ch)
 	require.NoError(t, err)
-	require.NotNil(t, st.Summary.Activity, "the plan entry in progress is the session's activity")
-	assert.Equal(t, "Plan 1/2: Read README.md", *st.Summary.Activity)
+	require.NotNil(t, cs.Activity, "the plan entry in progress is the chat's activity")
+	assert.Equal(t, "Plan 1/2: Read README.md", *cs.Activity)
+	require.NotNil(t, pc.Intention, "the ACP title describes what the call intends")
+	assert.Equal(t, "Read README.md", *pc.Intention)
 
 	require.NoError(t, r.confirm(r.c, ch, acpApprove(turnID, pc.ToolCallID, "")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
@@ -73,11 +78,16 @@ func TestACPDemoTurnApproved(t *testing.T) {
 	require.True(t, ok, "tool result content is %T", done.Content[0].Value)
 	assert.Equal(t, acpReadmeText, text.Text, "the tool result shows README.md read from the session's cwd")
 
+	require.NotNil(t, turn.Duration, "the turn's end carries its duration")
+	assert.NotNil(t, turn.StartedAt)
+
 	// The plan is visible per docs/mapping.md: session _meta.plan, and the
 	// final plan as a checklist part of the transcript.
-	st, err = r.c.Session(ch)
+	cs, err = r.c.Chat(ch)
 	require.NoError(t, err)
-	assert.Empty(t, acpDeref(st.Summary.Activity), "no plan entry is in progress any more")
+	assert.Empty(t, acpDeref(cs.Activity), "no plan entry is in progress any more")
+	st, err := r.c.Session(ch)
+	require.NoError(t, err)
 	plan, ok := st.Meta["plan"].(map[string]any)
 	require.True(t, ok, "session _meta.plan: %v", st.Meta)
 	entries, _ := plan["entries"].([]any)
@@ -116,15 +126,15 @@ func TestACPCancelClearsPlanActivity(t *testing.T) {
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "demo")
 	r.pendingTool(r.c, ch)
-	st, err := r.c.Session(ch)
+	cs, err := r.c.Chat(ch)
 	require.NoError(t, err)
-	require.NotNil(t, st.Summary.Activity)
-	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+	require.NotNil(t, cs.Activity)
+	require.NoError(t, r.confirm(r.c, ch, &wire.ChatTurnCancelledAction{TurnID: turnID}))
 	bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
-	// The plan entry that was in progress is not the session's activity
-	// once the turn is over.
-	_, err = r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return acpDeref(s.Summary.Activity) == "" })
+	// The plan entry that was in progress is not the chat's activity once
+	// the turn is over.
+	_, err = r.c.WaitForChat(r.ctx(), ch, func(s *wire.ChatState) bool { return acpDeref(s.Activity) == "" })
 	require.NoError(t, err, "the plan activity of the cancelled turn is cleared")
 }
 
@@ -138,7 +148,7 @@ func TestACPCancelWhilePermissionPending(t *testing.T) {
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "permission")
 	pc := r.pendingTool(r.c, ch)
-	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+	require.NoError(t, r.confirm(r.c, ch, &wire.ChatTurnCancelledAction{TurnID: turnID}))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
 	cancelled, ok := acpToolCall(t, turn.ResponseParts, pc.ToolCallID).(*wire.ToolCallCancelledState)
@@ -254,7 +264,7 @@ func TestACPV2Kinds(t *testing.T) {
 	assert.True(t, done.Success)
 	assert.Equal(t, "_custom_kind", done.ToolName, "a custom kind is shown generically")
 	assert.Equal(t, "_custom_kind", done.Meta["kind"], "the custom kind is kept in _meta")
-	assert.Equal(t, "_queued", done.Meta["status"], "the custom status is kept in _meta")
+	assert.Equal(t, "_paused", done.Meta["status"], "the latest custom status is kept in _meta")
 	require.Len(t, done.Content, 1, "the last content replaced the appended chunks")
 	text, ok := done.Content[0].Value.(*wire.ToolResultTextContent)
 	require.True(t, ok)
@@ -269,8 +279,7 @@ func TestACPV2Kinds(t *testing.T) {
 // (testdata/chunk_agent.js) because the scripted agent's v2 scenario
 // replaces the appended content before the client can see it.
 func TestACPV2ContentChunksAppend(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node runs the raw ACP test agent")
+	node := testenv.Command(t, "node") // runs the raw ACP test agent
 	script, err := filepath.Abs(filepath.Join("testdata", "chunk_agent.js"))
 	require.NoError(t, err)
 	p := acp.NewProvider(acp.Config{ID: "chunks", Command: []string{node, script}}, testLogger(t))
@@ -354,13 +363,13 @@ func TestACPUnknownMethods(t *testing.T) {
 func TestACPTitleAndUsage(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Summary.Title == "Script session" })
+	_, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Title == "Script session" })
 	require.NoError(t, err, "the title sent before session/new's response is not lost")
 
 	r.turn(ch, "title A new title")
-	st, err = r.c.Session(ch)
+	st, err := r.c.Session(ch)
 	require.NoError(t, err)
-	assert.Equal(t, "A new title", st.Summary.Title)
+	assert.Equal(t, "A new title", st.Title, "the agent's title is the session's")
 
 	turn := r.turn(ch, "usage")
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -434,7 +443,7 @@ func TestACPTerminalMirrored(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &snapState))
 	output := acpTerminalText(snapState.Content)
 	var data []string
-	var exit *int
+	var exit *int64
 	for exit == nil {
 		ev, err := r.c.Next(r.ctx())
 		require.NoError(t, err, "waiting for terminal/exited")
@@ -451,18 +460,26 @@ func TestACPTerminalMirrored(t *testing.T) {
 	assert.NotEmpty(t, data, "output after subscribing arrives as terminal/data")
 	assert.Equal(t, "first-line\nsecond-line\n", output+strings.Join(data, ""))
 	require.NotNil(t, exit)
-	assert.Equal(t, 7, *exit)
+	assert.Equal(t, int64(7), *exit)
 
-	// The tool call shows the terminal.
+	// The tool call shows the terminal, and the command's exit code.
 	done, ok := acpToolCall(t, turn.ResponseParts, "term-1").(*wire.ToolCallCompletedState)
 	require.True(t, ok)
-	var found bool
+	var found *wire.ToolResultTerminalContent
 	for _, c := range done.Content {
-		if tc, ok := c.Value.(*wire.ToolResultTerminalContent); ok {
-			found = tc.Resource == term
+		if tc, ok := c.Value.(*wire.ToolResultTerminalContent); ok && tc.Resource == term {
+			found = tc
 		}
 	}
-	assert.True(t, found, "the tool call content links the terminal channel %s: %+v", term, done.Content)
+	require.NotNil(t, found, "the tool call content links the terminal channel %s: %+v", term, done.Content)
+	require.NotNil(t, found.Result, "the terminal's exit code is in the tool content")
+	assert.Equal(t, int64(7), acpDeref(found.Result.ExitCode))
+
+	// The terminal is claimed by the session, for the turn that ran it.
+	claim, ok := snapState.Claim.Value.(*wire.TerminalSessionClaim)
+	require.True(t, ok, "the claim is %T", snapState.Claim.Value)
+	assert.Equal(t, ch, claim.Session)
+	assert.Equal(t, turnID, acpDeref(claim.TurnID))
 }
 
 // acpTerminalText is the output held in a terminal state's content.
@@ -555,45 +572,70 @@ func TestACPModelChangeDeferredDuringTurn(t *testing.T) {
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
-	modelSeq, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "script-smart"}}))
+	configEnv, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionConfigChangedAction{Config: map[string]any{"model": "script-smart"}}))
 	require.NoError(t, err)
-	cancelEnv, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionTurnCancelledAction{TurnID: turnID}))
+	cancelEnv, err := r.c.CancelTurn(r.ctx(), ch, turnID)
 	require.NoError(t, err)
 
-	// The model change waits for the turn to end (the host defers the
-	// action, the bridge the agent call); then the agent applies it and
-	// reports its new settings (configChanged).
-	var echoSeq, changedSeq int64
+	// The change of setting waits for the turn to end (the bridge defers
+	// the agent call); then the agent applies it and reports its new
+	// settings (a configChanged of the server's).
+	var changedSeq int64
 	for changedSeq == 0 {
 		ev, err := r.c.Next(r.ctx())
 		require.NoError(t, err, "waiting for the agent's configChanged")
 		if ev.Envelope == nil || ev.Channel != ch {
 			continue
 		}
-		env := ev.Envelope
-		switch a := env.Action.Value.(type) {
-		case *wire.SessionModelChangedAction:
-			if env.Origin != nil && env.Origin.ClientSeq == modelSeq {
-				require.Nil(t, env.RejectionReason, "modelChanged rejected")
-				echoSeq = env.ServerSeq
-			}
-		case *wire.SessionConfigChangedAction:
-			if env.Origin == nil && a.Config["model"] == "script-smart" {
-				changedSeq = env.ServerSeq
-			}
+		if a, ok := ev.Envelope.Action.Value.(*wire.SessionConfigChangedAction); ok && ev.Envelope.Origin == nil && a.Config["model"] == "script-smart" {
+			changedSeq = ev.Envelope.ServerSeq
 		}
 	}
-	require.NotZero(t, echoSeq, "modelChanged was applied before the agent changed its model")
-	assert.Greater(t, echoSeq, cancelEnv.ServerSeq, "modelChanged is applied after the turn ended, not during it")
-	assert.Greater(t, changedSeq, echoSeq)
+	assert.Greater(t, configEnv.ServerSeq, int64(0))
+	assert.Greater(t, changedSeq, cancelEnv.ServerSeq, "the agent changed its model after the turn ended, not during it")
 	st, err = r.c.Session(ch)
 	require.NoError(t, err)
 	assert.Equal(t, "script-smart", st.Config.Values["model"], "the session config shows the agent's new model")
-	require.NotNil(t, st.Summary.Model)
-	assert.Equal(t, "script-smart", st.Summary.Model.ID)
 
 	turn := r.turn(ch, "echo with the new model")
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
+}
+
+// TestACPTurnModelSwitchesTheAgentModel: a 0.7.0 turn's message.model
+// switches the agent session's model before the prompt; the agent's report
+// reaches the session's config. A message without a model takes the
+// chat's draft's (what a 0.3.0 client's session/modelChanged becomes).
+func TestACPTurnModelSwitchesTheAgentModel(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := r.session("script", acpProjectDir(t))
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Config.Values["model"] != nil })
+	require.NoError(t, err)
+	assert.Equal(t, "script-fast", st.Config.Values["model"])
+
+	msg := client.UserMessage("echo smart")
+	msg.Model = &wire.ModelSelection{ID: "script-smart"}
+	turnID := client.NewUUID()
+	_, err = r.c.StartTurn(r.ctx(), ch, turnID, msg)
+	require.NoError(t, err)
+	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	_, err = r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Config.Values["model"] == "script-smart" })
+	require.NoError(t, err, "the agent switched to the turn's model")
+
+	// A draft's model stands in for a message without one: the turn is
+	// dispatched as it is, without the client copying the draft's model.
+	chat := r.chat(r.c, ch)
+	_, err = r.c.Confirm(r.ctx(), chat, wire.Action(&wire.ChatDraftChangedAction{Draft: &wire.Message{
+		Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}, Model: &wire.ModelSelection{ID: "script-fast"},
+	}}))
+	require.NoError(t, err)
+	turnID = client.NewUUID()
+	_, err = r.c.Confirm(r.ctx(), chat, r.c.TurnStarted(turnID, client.UserMessage("echo fast")))
+	require.NoError(t, err)
+	turn = bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+	assert.Nil(t, turn.Message.Model, "the message itself names no model")
+	_, err = r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Config.Values["model"] == "script-fast" })
+	require.NoError(t, err, "the agent switched to the draft's model")
 }
 
 func acpDeref[T any](p *T) T {
@@ -646,7 +688,7 @@ func TestACPPromptAttachments(t *testing.T) {
 	ch := r.session("script", acpProjectDir(t))
 
 	turnID := client.NewUUID()
-	_, err := r.c.DispatchAction(r.ctx(), ch, wire.Action(&wire.SessionTurnStartedAction{TurnID: turnID, Message: wire.Message{
+	_, err := r.c.StartTurn(r.ctx(), ch, turnID, wire.Message{
 		Text:   "echo see attached",
 		Origin: wire.MessageOrigin{Kind: wire.MessageKindUser},
 		Attachments: []wire.MessageAttachment{
@@ -655,7 +697,7 @@ func TestACPPromptAttachments(t *testing.T) {
 				Data: base64.StdEncoding.EncodeToString([]byte("some notes")), ContentType: "text/plain",
 				Meta: map[string]any{"uri": "file:///src/notes.txt"}}),
 		},
-	}}))
+	})
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 	assert.Equal(t, "text:echo see attached|link:main.go=file:///src/main.go|resource:file:///src/notes.txt=some notes",
@@ -668,12 +710,12 @@ func TestACPQueuedMessageStartsNextTurn(t *testing.T) {
 
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
-	_, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q-1",
-		Message: wire.Message{Text: "echo from the queue", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}))
+	_, err := r.c.SetPendingMessage(r.ctx(), ch, wire.PendingMessageKindQueued, "q-1", client.UserMessage("echo from the queue"))
 	require.NoError(t, err)
-	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+	_, err = r.c.CancelTurn(r.ctx(), ch, turnID)
+	require.NoError(t, err)
 
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return len(s.Turns) == 2 })
+	st, err := r.c.WaitForChat(r.ctx(), ch, func(s *wire.ChatState) bool { return len(s.Turns) == 2 })
 	require.NoError(t, err, "the queued message runs as the next turn")
 	assert.Equal(t, wire.TurnStateCancelled, st.Turns[0].State)
 	assert.Equal(t, "echo from the queue", st.Turns[1].Message.Text)
@@ -686,16 +728,17 @@ func TestACPSteeringMessageBecomesNextTurn(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
 
-	// ACP cannot inject a message into a running turn: the bridge sends a
-	// steering message as the next turn once the current one ends.
+	// ACP cannot inject a message into a running turn: once the current
+	// one ends, the bridge queues a steering message, so that it runs as
+	// the next turn.
 	turnID := bridgetest.StartTurn(t, r.c, ch, "wait")
 	r.activeText(ch, "waiting")
-	_, err := r.c.Confirm(r.ctx(), ch, wire.Action(&wire.SessionPendingMessageSetAction{Kind: wire.PendingMessageKindSteering, ID: "s-1",
-		Message: wire.Message{Text: "echo steered", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}))
+	_, err := r.c.SetPendingMessage(r.ctx(), ch, wire.PendingMessageKindSteering, "s-1", client.UserMessage("echo steered"))
 	require.NoError(t, err)
-	require.NoError(t, r.confirm(r.c, ch, &wire.SessionTurnCancelledAction{TurnID: turnID}))
+	_, err = r.c.CancelTurn(r.ctx(), ch, turnID)
+	require.NoError(t, err)
 
-	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return len(s.Turns) == 2 })
+	st, err := r.c.WaitForChat(r.ctx(), ch, func(s *wire.ChatState) bool { return len(s.Turns) == 2 })
 	require.NoError(t, err)
 	assert.Equal(t, "echo steered", st.Turns[1].Message.Text)
 	assert.Equal(t, wire.TurnStateComplete, st.Turns[1].State)
@@ -707,15 +750,98 @@ func TestACPCompletions(t *testing.T) {
 	r := newACPRig(t, acpRigOptions{})
 	ch := r.session("script", acpProjectDir(t))
 
-	// The agent announces its commands just after session/new; poll the
-	// command until they are known (each call is a real round trip).
-	var res wire.CompletionsResult
-	require.Eventually(t, func() bool {
-		err := r.c.Call(r.ctx(), "completions", wire.CompletionsParams{Channel: ch, Kind: wire.CompletionItemKindUserMessage, Text: "/de", Offset: 3}, &res)
-		return err == nil && len(res.Items) > 0
-	}, acpTimeout, 20*time.Millisecond, "the agent's slash commands are offered")
-	require.Len(t, res.Items, 1)
-	assert.Equal(t, "/demo ", res.Items[0].InsertText)
+	// The agent announces its commands just after session/new, which no
+	// state shows: ask until they are known (each call is a real round
+	// trip), within the wait's own deadline.
+	ctx := r.ctx()
+	params := wire.CompletionsParams{Channel: r.chat(r.c, ch), Kind: wire.CompletionItemKindUserMessage, Text: "/de", Offset: 3}
+	var items []wire.CompletionItem
+	for len(items) == 0 {
+		var err error
+		items, err = r.c.Completions(ctx, params)
+		require.NoError(t, err, "the agent's slash commands are offered")
+		if len(items) == 0 {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				require.Fail(t, "the agent's slash commands are never offered")
+			}
+		}
+	}
+	require.Len(t, items, 1)
+	assert.Equal(t, "/demo ", items[0].InsertText)
+}
+
+// TestACPSecondChatRunsItsOwnAgentSession: a chat created in a session is
+// another ACP session of the same agent process (the scripted agent counts
+// its sessions: the default chat's is sess-1, the new chat's sess-2). Its
+// turn runs there, each chat keeps its own transcript, and disposing of the
+// chat closes its ACP session only.
+func TestACPSecondChatRunsItsOwnAgentSession(t *testing.T) {
+	logs := newLogLines()
+	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bridgetest.ScriptAgent(t)}, CoalesceText: true},
+		zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), logs)))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{p}})
+	root, err := r.c.Root()
+	require.NoError(t, err)
+	require.Len(t, root.Agents, 1)
+	require.NotNil(t, root.Agents[0].Capabilities, "the agent advertises several chats per session")
+	require.NotNil(t, root.Agents[0].Capabilities.MultipleChats)
+
+	cwd := acpProjectDir(t)
+	ch := r.session("script", cwd)
+	first := r.turn(ch, "echo in the default chat")
+	assert.Equal(t, "text:echo in the default chat", acpTurnText(first.ResponseParts))
+
+	second := client.NewChatURI()
+	require.NoError(t, r.c.CreateChat(r.ctx(), wire.CreateChatParams{Channel: ch, Chat: second}))
+	_, err = r.c.Subscribe(r.ctx(), second)
+	require.NoError(t, err)
+	turn := r.turn(second, "read README.md")
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, "content:"+acpReadmeText, acpTurnText(turn.ResponseParts), "the second chat's agent session works in the session's directory")
+
+	defaultChat, err := r.c.Chat(ch)
+	require.NoError(t, err)
+	require.Len(t, defaultChat.Turns, 1, "the default chat's transcript has its own turn only")
+	assert.Equal(t, first.ID, defaultChat.Turns[0].ID)
+	secondChat, err := r.c.Chat(second)
+	require.NoError(t, err)
+	require.Len(t, secondChat.Turns, 1)
+	assert.Equal(t, turn.ID, secondChat.Turns[0].ID)
+
+	require.NoError(t, r.c.DisposeChat(r.ctx(), second))
+	logs.wait(t, "scriptagent: closed session sess-2")
+	assert.False(t, logs.has("scriptagent: closed session sess-1"), "the default chat's agent session stays open")
+	next := r.turn(ch, "echo still served")
+	assert.Equal(t, "text:echo still served", acpTurnText(next.ResponseParts))
+}
+
+// TestACPCreateSessionProgress: a client that creates a session with a
+// progress token hears from the host that the agent is starting, from the
+// bridge that it runs, and that the session is ready.
+func TestACPCreateSessionProgress(t *testing.T) {
+	r := newACPRig(t, acpRigOptions{})
+	ch := client.NewSessionURI()
+	require.NoError(t, r.c.CreateSession(r.ctx(), wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("script"),
+		WorkingDirectories: []string{"file://" + acpProjectDir(t)}, ProgressToken: wire.Ptr("p-1")}))
+	var steps []string
+	ctx := r.ctx()
+	for {
+		ev, err := r.c.Next(ctx)
+		require.NoError(t, err, "waiting for createSession's progress")
+		if ev.Method != wire.MethodRootProgress {
+			continue
+		}
+		var p wire.ProgressParams
+		require.NoError(t, json.Unmarshal(ev.Params, &p))
+		require.Equal(t, "p-1", p.ProgressToken)
+		steps = append(steps, fmt.Sprintf("%d %s", p.Progress, acpDeref(p.Message)))
+		if p.Total != nil && p.Progress == *p.Total {
+			break
+		}
+	}
+	assert.Equal(t, []string{"0 starting the script agent", "1 the script agent is running", "2 the session is ready"}, steps)
 }
 
 func TestACPTwoSessionsShareTheAgent(t *testing.T) {
@@ -790,7 +916,8 @@ func TestACPCreationFailures(t *testing.T) {
 		name, provider, cwd string
 		errorType, message  string
 	}{
-		{"relative cwd", "script", "relative/dir", "invalidWorkingDirectory", `workingDirectory "relative/dir" must be an absolute path`},
+		{"relative cwd", "script", "relative/dir", "invalidWorkingDirectory", `working directory "relative/dir" must be an absolute path`},
+		{"cwd on another host", "script", "file://build-box/srv", "invalidWorkingDirectory", `is on host "build-box"`},
 		{"missing cwd", "script", "file:///nonexistent/dir", "agentError", "/nonexistent/dir"},
 		{"missing agent binary", "missing", "", "agentError", `starting agent "/nonexistent/agent-bin"`},
 	}
@@ -799,7 +926,7 @@ func TestACPCreationFailures(t *testing.T) {
 			ch := client.NewSessionURI()
 			params := wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(tt.provider)}
 			if tt.cwd != "" {
-				params.WorkingDirectory = wire.Ptr(tt.cwd)
+				params.WorkingDirectories = []string{tt.cwd}
 			}
 			require.NoError(t, r.c.CreateSession(r.ctx(), params))
 			_, err := r.c.Subscribe(r.ctx(), ch)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
@@ -41,13 +41,14 @@ type acpRigOptions struct {
 }
 
 // acpScriptProvider returns an ACP provider running the scripted agent as a
-// real subprocess (`ahp-bridge demo-agent`) under the id "script".
+// real subprocess (the agent of `ahp-bridge demo-agent`) under the id
+// "script".
 func acpScriptProvider(t *testing.T, configure func(*acp.Config)) *acp.Provider {
 	t.Helper()
 	// CoalesceText as `ahp-bridge serve` sets it: without it a flood is one
 	// envelope per chunk, and a test client that reduces more slowly than
 	// the bridge sequences is dropped as a slow reader (docs/performance.md).
-	cfg := acp.Config{ID: "script", DisplayName: "Script agent", Command: []string{bridgetest.Binary(t), "demo-agent"}, CoalesceText: true}
+	cfg := acp.Config{ID: "script", DisplayName: "Script agent", Command: []string{bridgetest.ScriptAgent(t)}, CoalesceText: true}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -69,35 +70,49 @@ func newACPRig(t *testing.T, o acpRigOptions) *acpRig {
 	return &acpRig{t: t, env: env, c: env.Client(t)}
 }
 
-func (r *acpRig) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), acpTimeout)
-	r.t.Cleanup(cancel)
-	return ctx
-}
+// ctx returns the context of one wait: it ends after acpTimeout or with
+// the test.
+func (r *acpRig) ctx() context.Context { return bridgetest.Context(r.t, acpTimeout) }
 
 // session creates a ready session of provider in cwd ("" = the test
-// process's directory).
+// process's directory). The session URI it returns stands for the
+// session's default chat wherever the client takes a chat.
 func (r *acpRig) session(provider, cwd string) string {
 	r.t.Helper()
 	return bridgetest.CreateSession(r.t, r.c, provider, cwd)
 }
 
-// turn runs a turn that needs no confirmation and returns it once ended.
+// chat is the chat a URI stands for in c: a session's default chat, or
+// the chat itself.
+func (r *acpRig) chat(c *client.Client, uri string) string {
+	r.t.Helper()
+	if !strings.HasPrefix(uri, "ahp-session:") {
+		return uri
+	}
+	chat, err := c.DefaultChat(uri)
+	require.NoError(r.t, err)
+	return chat
+}
+
+// turn runs a turn that needs no confirmation on a chat (a session: its
+// default chat) and returns it once ended.
 func (r *acpRig) turn(ch, text string) wire.Turn {
 	r.t.Helper()
 	id := bridgetest.StartTurn(r.t, r.c, ch, text)
 	return bridgetest.WaitTurnEnd(r.t, r.c, ch, id, acpTimeout)
 }
 
-// confirm dispatches a tool call confirmation and waits for its echo.
+// confirm dispatches a chat action (a tool call confirmation, a
+// cancellation) on a chat (a session: its default chat) and waits for its
+// echo.
 func (r *acpRig) confirm(c *client.Client, ch string, a any) error {
 	r.t.Helper()
-	_, err := c.Confirm(r.ctx(), ch, wire.Action(a))
+	_, err := c.Confirm(r.ctx(), r.chat(c, ch), wire.Action(a))
 	return err
 }
 
-func acpApprove(turnID, acpToolCallID, option string) *wire.SessionToolCallApprovedAction {
-	a := &wire.SessionToolCallApprovedAction{TurnID: turnID, ToolCallID: acpToolCallID, Approved: true,
+func acpApprove(turnID, acpToolCallID, option string) *wire.ChatToolCallApprovedAction {
+	a := &wire.ChatToolCallApprovedAction{TurnID: turnID, ToolCallID: acpToolCallID, Approved: true,
 		Confirmed: wire.ToolCallConfirmationReasonUserAction}
 	if option != "" {
 		a.SelectedOptionID = wire.Ptr(option)
@@ -105,8 +120,8 @@ func acpApprove(turnID, acpToolCallID, option string) *wire.SessionToolCallAppro
 	return a
 }
 
-func acpDeny(turnID, acpToolCallID, option string) *wire.SessionToolCallDeniedAction {
-	a := &wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: acpToolCallID, Reason: wire.ToolCallCancellationReasonDenied}
+func acpDeny(turnID, acpToolCallID, option string) *wire.ChatToolCallDeniedAction {
+	a := &wire.ChatToolCallDeniedAction{TurnID: turnID, ToolCallID: acpToolCallID, Reason: wire.ToolCallCancellationReasonDenied}
 	if option != "" {
 		a.SelectedOptionID = wire.Ptr(option)
 	}
@@ -154,12 +169,12 @@ func acpToolCallID(s wire.ToolCallState) string {
 	return id
 }
 
-// pendingTool waits until the active turn has a tool call pending
-// confirmation and returns its state.
+// pendingTool waits until the active turn of a chat (a session: its
+// default chat) has a tool call pending confirmation and returns its state.
 func (r *acpRig) pendingTool(c *client.Client, ch string) *wire.ToolCallPendingConfirmationState {
 	r.t.Helper()
 	var pc *wire.ToolCallPendingConfirmationState
-	st, err := c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
+	st, err := c.WaitForChat(r.ctx(), ch, func(s *wire.ChatState) bool {
 		return s.ActiveTurn != nil && acpPendingIn(s.ActiveTurn.ResponseParts) != nil
 	})
 	require.NoError(r.t, err, "no tool call became pending-confirmation")
@@ -176,10 +191,11 @@ func acpPendingIn(parts []wire.ResponsePart) *wire.ToolCallPendingConfirmationSt
 	return nil
 }
 
-// activeText waits until the active turn's text contains want.
+// activeText waits until the active turn's text of a chat (a session: its
+// default chat) contains want.
 func (r *acpRig) activeText(ch, want string) {
 	r.t.Helper()
-	_, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool {
+	_, err := r.c.WaitForChat(r.ctx(), ch, func(s *wire.ChatState) bool {
 		return s.ActiveTurn != nil && strings.Contains(acpTurnText(s.ActiveTurn.ResponseParts), want)
 	})
 	require.NoError(r.t, err, "the active turn never showed %q", want)
@@ -228,7 +244,7 @@ func (p *acpOutcomeRecorder) OpenSession(ctx context.Context, opts backend.Sessi
 // wait returns the outcomes recorded for toolCallID once there are at least n.
 func (p *acpOutcomeRecorder) wait(t *testing.T, toolCallID string, n int) []backend.PermissionOutcome {
 	t.Helper()
-	deadline := time.After(acpTimeout)
+	ctx := bridgetest.Context(t, acpTimeout)
 	for {
 		p.mu.Lock()
 		got := append([]backend.PermissionOutcome(nil), p.outcomes[toolCallID]...)
@@ -239,8 +255,55 @@ func (p *acpOutcomeRecorder) wait(t *testing.T, toolCallID string, n int) []back
 		}
 		select {
 		case <-changed:
-		case <-deadline:
+		case <-ctx.Done():
 			require.Failf(t, "no permission outcome", "tool call %s: %d outcomes, want %d", toolCallID, len(got), n)
+		}
+	}
+}
+
+// logLines records what a logger writes, so that a test can wait for a
+// line an agent wrote to its stderr (the ACP provider logs each one).
+type logLines struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newLogLines() *logLines { return &logLines{changed: make(chan struct{})} }
+
+// Write implements io.Writer for zerolog.
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.text.Write(p)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// has reports whether what was logged so far contains s.
+func (l *logLines) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.text.String(), s)
+}
+
+// wait waits, up to its own deadline, until what is logged contains s.
+func (l *logLines) wait(t *testing.T, s string) {
+	t.Helper()
+	ctx := bridgetest.Context(t, acpTimeout)
+	for {
+		l.mu.Lock()
+		found := strings.Contains(l.text.String(), s)
+		changed := l.changed
+		l.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			require.Failf(t, "not logged", "nothing logged contains %q", s)
 		}
 	}
 }

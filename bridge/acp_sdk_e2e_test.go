@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,20 +10,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // The tests in this file run the example agents of the two official ACP
 // SDKs behind the bridge: agents we did not write, speaking ACP as the SDKs
 // do.
 
-// acpTsSDKVersion is the TypeScript ACP SDK whose example agent is run; .ci/run
-// installs the same version.
+// acpTsSDKVersion is the TypeScript ACP SDK whose example agent is run;
+// .ci/run installs this version (keep the two in step).
 const acpTsSDKVersion = "@agentclientprotocol/sdk@1.9.0"
 
+// The SDKs' example agents pause about a second between steps, as if a
+// model were thinking: their tests mostly wait, so they run in parallel.
+
 func TestACPGoSDKExampleAgent(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "agent")
 	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
 	out, err := build.CombinedOutput()
@@ -51,8 +55,9 @@ func TestACPGoSDKExampleAgent(t *testing.T) {
 }
 
 func TestACPTypeScriptSDKExampleAgent(t *testing.T) {
-	script := acpTsExampleAgent(t)
-	p := acp.NewProvider(acp.Config{ID: "ts-example", Command: []string{"node", script}}, testLogger(t))
+	t.Parallel()
+	node, script := acpTsExampleAgent(t)
+	p := acp.NewProvider(acp.Config{ID: "ts-example", Command: []string{node, script}}, testLogger(t))
 	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{p}})
 	ch := r.session("ts-example", t.TempDir())
 
@@ -71,27 +76,14 @@ func TestACPTypeScriptSDKExampleAgent(t *testing.T) {
 	}
 }
 
-// acpTsExampleAgent returns the path of the TypeScript SDK's example agent in
-// the repository's .cache/npm, installing the SDK there first when it is
-// missing (as .ci/run does), so `go test ./...` works on a fresh clone.
-func acpTsExampleAgent(t *testing.T) string {
+// acpTsExampleAgent returns the path of the TypeScript SDK's example agent,
+// which .ci/run installs into the repository's .cache/npm. Tests never run
+// npm themselves: an install inside a test is slow, needs the network and
+// fails in ways that have nothing to do with the bridge. On a fresh clone
+// the test skips with the install command; under CI a missing agent or
+// node fails it.
+func acpTsExampleAgent(t *testing.T) (node, script string) {
 	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	require.NoError(t, err)
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	prefix := filepath.Join(root, ".cache", "npm")
-	script := filepath.Join(prefix, "node_modules", "@agentclientprotocol", "sdk", "dist", "examples", "agent.js")
-	if _, err := os.Stat(script); err != nil {
-		_, err := exec.LookPath("npm")
-		require.NoError(t, err, "npm is needed to install %s for this test", acpTsSDKVersion)
-		require.NoError(t, os.MkdirAll(prefix, 0o755))
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--prefix", prefix, acpTsSDKVersion)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "installing %s: %s", acpTsSDKVersion, out)
-	}
-	_, err = os.Stat(script)
-	require.NoError(t, err, "the example agent of %s", acpTsSDKVersion)
-	_, err = exec.LookPath("node")
-	require.NoError(t, err, "node is needed to run the TypeScript example agent")
-	return script
+	script = testenv.NPMFile(t, acpTsSDKVersion, "@agentclientprotocol/sdk/dist/examples/agent.js")
+	return testenv.Command(t, "node"), script
 }

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/agentchan"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"
@@ -22,9 +23,10 @@ import (
 
 // These tests drive an agent-channel backend (the scriptable fake server)
 // through the whole bridge — agentchan provider, bridge, host, WebSocket
-// transport — with the Go AHP client, as a real client would, and check
-// the session state the client ends up with and the frames the backend
-// received.
+// transport — with the Go AHP 0.7.0 client, as a real client would, and
+// check the session and chat states the client ends up with and the frames
+// the backend received. A session URI stands for its default chat where a
+// chat is meant.
 
 // acWait bounds every wait: generous, because a loaded 2-core machine
 // running the race detector is slow; a passing test never waits this long.
@@ -38,7 +40,8 @@ const acToken = "ws-secret"
 type acEnv struct {
 	fake    *fake.Server
 	c       *client.Client
-	channel string
+	channel string // the session
+	url     string // the bridge's WebSocket URL
 }
 
 // startAgentchan starts the fake with script, a bridge over it, a client,
@@ -51,8 +54,6 @@ func startAgentchan(t *testing.T, script fake.Script) *acEnv {
 // acSetup tunes startAgentchanWith.
 type acSetup struct {
 	opts bridgetest.Options
-	// model, when set, is the model the session is created with.
-	model *wire.ModelSelection
 	// config adjusts the provider's configuration.
 	config func(*agentchan.Config)
 }
@@ -60,7 +61,6 @@ type acSetup struct {
 // startAgentchanWith is startAgentchan with a setup.
 func startAgentchanWith(t *testing.T, script fake.Script, setup acSetup) *acEnv {
 	t.Helper()
-	opts, model := setup.opts, setup.model
 	srv := fake.New(fake.Options{Token: acToken, Script: script})
 	t.Cleanup(srv.Close) // runs after the bridge's cleanup (LIFO)
 	cfg := agentchan.Config{
@@ -75,30 +75,14 @@ func startAgentchanWith(t *testing.T, script fake.Script, setup acSetup) *acEnv 
 		setup.config(&cfg)
 	}
 	p := agentchan.NewProvider(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
-	env := bridgetest.Start(t, []backend.Provider{p}, opts)
+	env := bridgetest.Start(t, []backend.Provider{p}, setup.opts)
 	c := env.Client(t)
-	if model == nil {
-		ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
-		return &acEnv{fake: srv, c: c, channel: ch}
-	}
-	ctx := acCtx(t)
-	ch := client.NewSessionURI()
-	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws"), Model: model}))
-	_, err := c.Subscribe(ctx, ch)
-	require.NoError(t, err)
-	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
-	require.NoError(t, err)
-	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle, "session creation failed: %+v", st.CreationError)
-	return &acEnv{fake: srv, c: c, channel: ch}
+	ch := bridgetest.CreateSession(t, c, "ws", t.TempDir())
+	return &acEnv{fake: srv, c: c, channel: ch, url: env.URL}
 }
 
-// acCtx is a context that ends after acWait or with the test.
-func acCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), acWait)
-	t.Cleanup(cancel)
-	return ctx
-}
+// acCtx is the context of one wait: it ends after acWait or with the test.
+func acCtx(t *testing.T) context.Context { return bridgetest.Context(t, acWait) }
 
 // waitReceived waits until the fake has received n agent frames of type typ
 // and returns them.
@@ -109,20 +93,47 @@ func (e *acEnv) waitReceived(t *testing.T, typ string, n int) []fake.ClientFrame
 	return e.fake.ReceivedOfType(typ)
 }
 
-// waitActive waits until the active turn satisfies pred.
-func (e *acEnv) waitActive(t *testing.T, what string, pred func(*wire.ActiveTurn) bool) *wire.SessionState {
+// waitActive waits until the default chat's active turn satisfies pred.
+func (e *acEnv) waitActive(t *testing.T, what string, pred func(*wire.ActiveTurn) bool) *wire.ChatState {
 	t.Helper()
-	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool {
+	st, err := e.c.WaitForChat(acCtx(t), e.channel, func(s *wire.ChatState) bool {
 		return s.ActiveTurn != nil && pred(s.ActiveTurn)
 	})
 	require.NoError(t, err, "waiting for %s", what)
 	return st
 }
 
+// chat is the session's default chat.
+func (e *acEnv) chat(t *testing.T) string {
+	t.Helper()
+	chat, err := e.c.DefaultChat(e.channel)
+	require.NoError(t, err)
+	return chat
+}
+
+// dispatch dispatches a chat action on the default chat, or a session
+// action on the session, and waits for its echo.
 func (e *acEnv) dispatch(t *testing.T, v any) {
 	t.Helper()
-	_, err := e.c.Confirm(acCtx(t), e.channel, wire.Action(v))
+	a := wire.Action(v)
+	ch := e.channel
+	if strings.HasPrefix(a.Type(), "chat/") {
+		ch = e.chat(t)
+	}
+	_, err := e.c.Confirm(acCtx(t), ch, a)
 	require.NoError(t, err)
+}
+
+// waitInput waits until the session waits for an answer to an input
+// request and returns it.
+func (e *acEnv) waitInput(t *testing.T) wire.ChatInputRequest {
+	t.Helper()
+	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(client.PendingInputs(s)) > 0 })
+	require.NoError(t, err)
+	inputs := client.PendingInputs(st)
+	require.Len(t, inputs, 1)
+	assert.Equal(t, e.chat(t), inputs[0].Chat, "the request is the default chat's")
+	return inputs[0].Request
 }
 
 func acFrameTypes(fs []fake.ClientFrame) []string {
@@ -242,7 +253,8 @@ func TestAgentchanFullTask(t *testing.T) {
 	assert.Equal(t, []string{"# Title"}, acResultTexts(tc.Content))
 	assert.Equal(t, map[string]any{"value": "# Title"}, tc.StructuredContent, "a string result, as structured content")
 	require.NotNil(t, tc.ToolInput)
-	assert.JSONEq(t, `{"path":"README.md"}`, *tc.ToolInput)
+	assert.JSONEq(t, `{"path":"README.md"}`, tc.ToolInput.Text)
+	assert.Nil(t, tc.Intention, "a title that only names the tool says nothing about the intent")
 }
 
 // Permission requests of every plausible frame type, naming a tool call or
@@ -292,7 +304,7 @@ func testAgentchanPermission(t *testing.T, typ string, withCall, approve bool) {
 	id := bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
 	require.Equal(t, wantID, id)
 
-	st, err := e.c.Session(e.channel)
+	st, err := e.c.Chat(e.channel)
 	require.NoError(t, err)
 	pending, ok := acToolCall(t, st.ActiveTurn.ResponseParts, id).(*wire.ToolCallPendingConfirmationState)
 	require.True(t, ok)
@@ -304,13 +316,9 @@ func testAgentchanPermission(t *testing.T, typ string, withCall, approve bool) {
 	assert.Equal(t, []string{agentchan.OptionApprove, agentchan.OptionReject}, optionIDs)
 
 	if approve {
-		e.dispatch(t, &wire.SessionToolCallApprovedAction{
-			TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-		})
+		e.dispatch(t, acApprove(turnID, id))
 	} else {
-		e.dispatch(t, &wire.SessionToolCallDeniedAction{
-			TurnID: turnID, ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied,
-		})
+		e.dispatch(t, acDeny(turnID, id))
 	}
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -340,12 +348,12 @@ func testAgentchanPermission(t *testing.T, typ string, withCall, approve bool) {
 func TestAgentchanQuestion(t *testing.T) {
 	cases := []struct {
 		name     string
-		response wire.SessionInputResponseKind
+		response wire.ChatInputResponseKind
 		answers  []string
 		want     string
 	}{
-		{"answered", wire.SessionInputResponseKindAccept, []string{"blue", "large"}, "blue\nlarge"},
-		{"declined", wire.SessionInputResponseKindDecline, nil, agentchan.DeclinedAnswer},
+		{"answered", wire.ChatInputResponseKindAccept, []string{"blue", "large"}, "blue\nlarge"},
+		{"declined", wire.ChatInputResponseKindDecline, nil, agentchan.DeclinedAnswer},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,28 +367,22 @@ func TestAgentchanQuestion(t *testing.T) {
 				}
 			})
 			turnID := bridgetest.StartTurn(t, e.c, e.channel, "order a shirt")
-			st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
-			require.NoError(t, err)
-			require.Len(t, st.InputRequests, 1)
-			req := st.InputRequests[0]
+			req := e.waitInput(t)
 			require.Len(t, req.Questions, 2)
 			var qids, messages []string
 			for _, q := range req.Questions {
-				tq, ok := q.Value.(*wire.SessionInputTextQuestion)
+				tq, ok := q.Value.(*wire.ChatInputTextQuestion)
 				require.True(t, ok, "question is %T, want a text question", q.Value)
 				qids = append(qids, tq.ID)
 				messages = append(messages, tq.Message)
 			}
 			assert.Equal(t, []string{"Which color?", "Which size?"}, messages)
 
-			act := &wire.SessionInputCompletedAction{RequestID: req.ID, Response: tc.response}
+			act := &wire.ChatInputCompletedAction{RequestID: req.ID, Response: tc.response}
 			if tc.answers != nil {
-				act.Answers = map[string]wire.SessionInputAnswer{}
+				act.Answers = map[string]wire.ChatInputAnswer{}
 				for i, a := range tc.answers {
-					act.Answers[qids[i]] = wire.NewSessionInputAnswer(wire.SessionInputAnswered{
-						State: wire.SessionInputAnswerStateSubmitted,
-						Value: wire.NewSessionInputAnswerValue(wire.SessionInputTextAnswerValue{Value: a}),
-					})
+					act.Answers[qids[i]] = acTextAnswer(a)
 				}
 			}
 			e.dispatch(t, act)
@@ -396,7 +398,7 @@ func TestAgentchanQuestion(t *testing.T) {
 			assert.Equal(t, "Ordered.", acMarkdown(turn.ResponseParts), "the summary is the answer when no text streamed")
 			final, err := e.c.Session(e.channel)
 			require.NoError(t, err)
-			assert.Empty(t, final.InputRequests)
+			assert.Empty(t, client.PendingInputs(final))
 		})
 	}
 }
@@ -447,7 +449,7 @@ func TestAgentchanAbort(t *testing.T) {
 	})
 	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "first")
 	e.waitActive(t, "the first text", func(a *wire.ActiveTurn) bool { return acMarkdown(a.ResponseParts) == "Working." })
-	e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turn1})
+	e.dispatch(t, &wire.ChatTurnCancelledAction{TurnID: turn1})
 
 	aborts := e.waitReceived(t, "abort", 1)
 	require.Len(t, aborts, 1)
@@ -461,7 +463,7 @@ func TestAgentchanAbort(t *testing.T) {
 	assert.Equal(t, []string{"markdown"}, acPartKinds(done.ResponseParts), "no late frame of the aborted task")
 	assert.Equal(t, "Second answer.", acMarkdown(done.ResponseParts))
 
-	st, err := e.c.Session(e.channel)
+	st, err := e.c.Chat(e.channel)
 	require.NoError(t, err)
 	require.Len(t, st.Turns, 2)
 	assert.Equal(t, "Working.", acMarkdown(st.Turns[0].ResponseParts), "the cancelled turn kept what it had")
@@ -555,10 +557,14 @@ func TestAgentchanResultSummary(t *testing.T) {
 	assert.Equal(t, "execute", tc.ToolName)
 }
 
-// session/modelChanged becomes `settings {model}`: at once while idle,
-// after the turn while one runs.
+// A turn's model becomes `settings {model}` before the turn's prompt when
+// it differs from the one the backend runs; a model chosen during a turn
+// (on the chat's draft, as clients do) is sent before the next turn.
 func TestAgentchanModelChanged(t *testing.T) {
 	e := startAgentchan(t, func(p fake.ClientFrame) []fake.Step {
+		if p.String("prompt") != "list" {
+			return []fake.Step{fake.Result("done")}
+		}
 		return []fake.Step{
 			fake.ToolInvocation("tc-1", "bash", map[string]any{"command": "ls"}),
 			fake.Permission("permission", "req-1", "tc-1", ""),
@@ -566,36 +572,32 @@ func TestAgentchanModelChanged(t *testing.T) {
 			fake.Result("done"),
 		}
 	})
-	e.dispatch(t, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}})
+	_, err := e.c.SelectModel(acCtx(t), e.channel, &wire.ModelSelection{ID: "model-b"})
+	require.NoError(t, err)
+	turnID := bridgetest.StartTurn(t, e.c, e.channel, "list")
 	got := e.waitReceived(t, "settings", 1)
 	require.Len(t, got, 1)
 	assert.Equal(t, "model-b", got[0].String("model"))
 	assert.False(t, got[0].Has("provider"))
 
-	turnID := bridgetest.StartTurn(t, e.c, e.channel, "list")
 	id := bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
-	// The host holds the change back until the turn ends; the approval
-	// dispatched after it goes through at once.
-	_, err := e.c.DispatchAction(acCtx(t), e.channel, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-a"}}))
+	_, err = e.c.SelectModel(acCtx(t), e.channel, &wire.ModelSelection{ID: "model-a"})
 	require.NoError(t, err)
-	e.dispatch(t, &wire.SessionToolCallApprovedAction{
-		TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-	})
+	e.dispatch(t, acApprove(turnID, id))
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	require.NotNil(t, turn.Message.Model)
+	assert.Equal(t, "model-b", turn.Message.Model.ID, "the turn records the model it asked for")
 
+	again := bridgetest.StartTurn(t, e.c, e.channel, "again")
+	bridgetest.WaitTurnEnd(t, e.c, e.channel, again, acWait)
+	same := bridgetest.StartTurn(t, e.c, e.channel, "same model")
+	bridgetest.WaitTurnEnd(t, e.c, e.channel, same, acWait)
 	got = e.waitReceived(t, "settings", 2)
 	require.Len(t, got, 2)
 	assert.Equal(t, "model-a", got[1].String("model"))
-	types := acFrameTypes(e.fake.Received())
-	assert.Equal(t, []string{"agent/settings", "agent/prompt", "agent/approve", "agent/settings"}, types,
-		"the model change waits for the end of the turn")
-
-	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool {
-		return s.Summary.Model != nil && s.Summary.Model.ID == "model-a"
-	})
-	require.NoError(t, err)
-	assert.Equal(t, "model-a", st.Summary.Model.ID)
+	assert.Equal(t, []string{"agent/settings", "agent/prompt", "agent/approve", "agent/settings", "agent/prompt", "agent/prompt"},
+		acFrameTypes(e.fake.Received()), "a model chosen during a turn is sent before the next one, and only when it changes")
 }
 
 // A server that does not echo the taskId on its frames works too: frames
@@ -634,7 +636,7 @@ func TestAgentchanCancelWhileWaiting(t *testing.T) {
 		})
 		turnID := bridgetest.StartTurn(t, e.c, e.channel, "wipe")
 		bridgetest.WaitPendingTool(t, e.c, e.channel, acWait)
-		e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turnID})
+		e.dispatch(t, &wire.ChatTurnCancelledAction{TurnID: turnID})
 		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 		assert.Equal(t, wire.TurnStateCancelled, turn.State)
 		e.waitReceived(t, "abort", 1)
@@ -654,9 +656,8 @@ func TestAgentchanCancelWhileWaiting(t *testing.T) {
 			}
 		})
 		turnID := bridgetest.StartTurn(t, e.c, e.channel, "ask me")
-		_, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
-		require.NoError(t, err)
-		e.dispatch(t, &wire.SessionTurnCancelledAction{TurnID: turnID})
+		e.waitInput(t)
+		e.dispatch(t, &wire.ChatTurnCancelledAction{TurnID: turnID})
 		turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 		assert.Equal(t, wire.TurnStateCancelled, turn.State)
 		aborts := e.waitReceived(t, "abort", 1)
@@ -666,7 +667,7 @@ func TestAgentchanCancelWhileWaiting(t *testing.T) {
 		assert.Equal(t, agentchan.DeclinedAnswer, e.fake.ReceivedOfType("tool_response")[0].String("result"))
 		st, err := e.c.Session(e.channel)
 		require.NoError(t, err)
-		assert.Empty(t, st.InputRequests, "the question went with the turn")
+		assert.Empty(t, client.PendingInputs(st), "the question went with the turn")
 	})
 }
 
@@ -685,18 +686,13 @@ func TestAgentchanQuestionWithoutToolCall(t *testing.T) {
 		}
 	})
 	turnID := bridgetest.StartTurn(t, e.c, e.channel, "greet me")
-	st, err := e.c.WaitFor(acCtx(t), e.channel, func(s *wire.SessionState) bool { return len(s.InputRequests) > 0 })
-	require.NoError(t, err)
-	req := st.InputRequests[0]
+	req := e.waitInput(t)
 	require.Len(t, req.Questions, 1)
-	q, ok := req.Questions[0].Value.(*wire.SessionInputTextQuestion)
+	q, ok := req.Questions[0].Value.(*wire.ChatInputTextQuestion)
 	require.True(t, ok)
-	e.dispatch(t, &wire.SessionInputCompletedAction{
-		RequestID: req.ID, Response: wire.SessionInputResponseKindAccept,
-		Answers: map[string]wire.SessionInputAnswer{q.ID: wire.NewSessionInputAnswer(wire.SessionInputAnswered{
-			State: wire.SessionInputAnswerStateSubmitted,
-			Value: wire.NewSessionInputAnswerValue(wire.SessionInputTextAnswerValue{Value: "Ada"}),
-		})},
+	e.dispatch(t, &wire.ChatInputCompletedAction{
+		RequestID: req.ID, Response: wire.ChatInputResponseKindAccept,
+		Answers: map[string]wire.ChatInputAnswer{q.ID: acTextAnswer("Ada")},
 	})
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
@@ -746,15 +742,16 @@ func TestAgentchanApprovePolicy(t *testing.T) {
 	}
 }
 
-// The model chosen at creation is sent as settings when the socket
-// connects, and the latest settings are sent again after a reconnection.
-func TestAgentchanModelAtCreationAndReconnect(t *testing.T) {
-	e := startAgentchanWith(t, nil, acSetup{model: &wire.ModelSelection{ID: "model-b"}})
+// The model a turn asked for is sent as settings before its prompt, and the
+// latest settings are sent again after a reconnection.
+func TestAgentchanModelAndReconnect(t *testing.T) {
+	e := startAgentchan(t, nil)
+	acTurnWithModel(t, e, "hi", "model-b")
 	got := e.waitReceived(t, "settings", 1)
 	assert.Equal(t, "model-b", got[0].String("model"))
 	assert.Equal(t, 1, got[0].Conn)
 
-	e.dispatch(t, &wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-a"}})
+	acTurnWithModel(t, e, "hi again", "model-a")
 	got = e.waitReceived(t, "settings", 2)
 	assert.Equal(t, "model-a", got[1].String("model"))
 
@@ -767,6 +764,62 @@ func TestAgentchanModelAtCreationAndReconnect(t *testing.T) {
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
 	assert.Equal(t, "done", acMarkdown(turn.ResponseParts))
+}
+
+// acTurnWithModel runs a turn whose message names a model.
+func acTurnWithModel(t *testing.T, e *acEnv, text, model string) wire.Turn {
+	t.Helper()
+	msg := client.UserMessage(text)
+	msg.Model = &wire.ModelSelection{ID: model}
+	turnID := client.NewUUID()
+	_, err := e.c.StartTurn(acCtx(t), e.channel, turnID, msg)
+	require.NoError(t, err)
+	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
+	require.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	return turn
+}
+
+// An AHP 0.3.0 client chooses the model when it creates a session (the
+// host keeps it as the default chat's first draft): the backend session is
+// opened with it, so it is sent as settings when the socket connects,
+// before any prompt.
+func TestAgentchan030CreateSessionModel(t *testing.T) {
+	srv := fake.New(fake.Options{Token: acToken})
+	t.Cleanup(srv.Close)
+	p := agentchan.NewProvider(agentchan.Config{ID: "ws", URL: srv.URL(), Token: acToken},
+		zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel))
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+
+	ws, _, err := websocket.DefaultDialer.DialContext(acCtx(t), env.URL, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ws.Close() })
+	call := func(id int, method string, params map[string]any) {
+		t.Helper()
+		msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		require.NoError(t, err)
+		require.NoError(t, ws.WriteMessage(websocket.TextMessage, msg))
+		for {
+			_, msg, err := ws.ReadMessage()
+			require.NoError(t, err)
+			var r struct {
+				ID    *int            `json:"id"`
+				Error json.RawMessage `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(msg, &r))
+			if r.ID != nil && *r.ID == id {
+				require.Empty(t, r.Error, "%s failed: %s", method, msg)
+				return
+			}
+		}
+	}
+	call(1, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"}, "clientId": "old-client"})
+	call(2, "createSession", map[string]any{"channel": client.NewSessionURI(), "provider": "ws", "model": map[string]any{"id": "model-b"}})
+
+	require.True(t, srv.WaitFor(acWait, func() bool { return len(srv.ReceivedOfType("settings")) == 1 }))
+	settings := srv.ReceivedOfType("settings")[0]
+	assert.Equal(t, "model-b", settings.String("model"))
+	assert.Equal(t, 1, settings.Conn, "sent on connecting")
+	assert.Empty(t, srv.ReceivedOfType("prompt"))
 }
 
 // gatedProvider holds OpenSession until gate is closed, so that a test can
@@ -785,8 +838,8 @@ func (g gatedProvider) OpenSession(ctx context.Context, opts backend.SessionOpti
 	return g.Provider.OpenSession(ctx, opts, sink)
 }
 
-// A model chosen while the session is still being created reaches the
-// backend before the first prompt.
+// A model chosen (on the default chat's draft) while the session is still
+// being created reaches the backend before the first prompt.
 func TestAgentchanModelChangedWhileCreating(t *testing.T) {
 	srv := fake.New(fake.Options{Token: acToken})
 	t.Cleanup(srv.Close)
@@ -800,15 +853,14 @@ func TestAgentchanModelChangedWhileCreating(t *testing.T) {
 	}
 	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
 	c := env.Client(t)
-	ctx := acCtx(t)
 	ch := client.NewSessionURI()
-	require.NoError(t, c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws")}))
-	_, err := c.Subscribe(ctx, ch)
+	require.NoError(t, c.CreateSession(acCtx(t), wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr("ws")}))
+	_, err := c.Subscribe(acCtx(t), ch)
 	require.NoError(t, err)
-	_, err = c.Confirm(ctx, ch, wire.Action(&wire.SessionModelChangedAction{Model: wire.ModelSelection{ID: "model-b"}}))
+	_, err = c.SelectModel(acCtx(t), ch, &wire.ModelSelection{ID: "model-b"})
 	require.NoError(t, err)
 	close(gate)
-	st, err := c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
+	st, err := c.WaitFor(acCtx(t), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 	require.NoError(t, err)
 	require.Equal(t, wire.SessionLifecycleReady, st.Lifecycle)
 
@@ -850,9 +902,10 @@ func TestAgentchanOversizeMessage(t *testing.T) {
 // turn works.
 func TestAgentchanBackendDown(t *testing.T) {
 	e := startAgentchanWith(t, nil, acSetup{
-		model:  &wire.ModelSelection{ID: "model-a"},
 		config: func(c *agentchan.Config) { c.ConnectWait = time.Second },
 	})
+	// A model to restore gives each new connection a frame to show for it.
+	acTurnWithModel(t, e, "hello", "model-a")
 	e.waitReceived(t, "settings", 1)
 	e.fake.SetRefusing(true)
 	require.Equal(t, 1, e.fake.DropAll())
@@ -865,7 +918,7 @@ func TestAgentchanBackendDown(t *testing.T) {
 	require.NotNil(t, ended.Error)
 	assert.Contains(t, ended.Error.Message, "still reconnecting")
 	assert.Contains(t, ended.Error.Message, "503", "the last error says what the server answered")
-	assert.Empty(t, e.fake.ReceivedOfType("prompt"))
+	assert.Len(t, e.fake.ReceivedOfType("prompt"), 1, "only the first turn's")
 
 	e.fake.SetRefusing(false)
 	// The settings restored on the new connection are written just before
@@ -897,14 +950,22 @@ func (e *acEnv) pendingTools(t *testing.T, n int) []string {
 	return ids
 }
 
-func acApprove(turnID, id string) *wire.SessionToolCallApprovedAction {
-	return &wire.SessionToolCallApprovedAction{
+func acApprove(turnID, id string) *wire.ChatToolCallApprovedAction {
+	return &wire.ChatToolCallApprovedAction{
 		TurnID: turnID, ToolCallID: id, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
 	}
 }
 
-func acDeny(turnID, id string) *wire.SessionToolCallDeniedAction {
-	return &wire.SessionToolCallDeniedAction{TurnID: turnID, ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied}
+func acDeny(turnID, id string) *wire.ChatToolCallDeniedAction {
+	return &wire.ChatToolCallDeniedAction{TurnID: turnID, ToolCallID: id, Reason: wire.ToolCallCancellationReasonDenied}
+}
+
+// acTextAnswer is a submitted text answer.
+func acTextAnswer(text string) wire.ChatInputAnswer {
+	return wire.NewChatInputAnswer(&wire.ChatInputAnswered{
+		State: wire.ChatInputAnswerStateSubmitted,
+		Value: wire.NewChatInputAnswerValue(&wire.ChatInputTextAnswerValue{Value: text}),
+	})
 }
 
 // Permission requests in less common shapes: carried by the tool
@@ -1003,9 +1064,11 @@ func TestAgentchanFirstConfirmationWins(t *testing.T) {
 	turnID := bridgetest.StartTurn(t, a, ch, "build")
 	id := bridgetest.WaitPendingTool(t, a, ch, acWait)
 	bridgetest.WaitPendingTool(t, b, ch, acWait)
+	chat, err := a.DefaultChat(ch)
+	require.NoError(t, err)
 	errs := make(chan error, 2)
-	go func() { _, err := a.DispatchAction(acCtx(t), ch, wire.Action(acApprove(turnID, id))); errs <- err }()
-	go func() { _, err := b.DispatchAction(acCtx(t), ch, wire.Action(acDeny(turnID, id))); errs <- err }()
+	go func() { _, err := a.DispatchAction(acCtx(t), chat, wire.Action(acApprove(turnID, id))); errs <- err }()
+	go func() { _, err := b.DispatchAction(acCtx(t), chat, wire.Action(acDeny(turnID, id))); errs <- err }()
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 

@@ -231,3 +231,22 @@ func TestToolCallIntentions(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"a1": "", "b1": "Read /p/b.txt", "c1": "Run `go test ./mapping`"}, got)
 }
+
+// TestCustomStatusSurvivesCompletion: an ACP v2 custom status stays in the
+// tool call's _meta after it completes (AHP 0.7.0 replaces the _meta with
+// each action's).
+func TestCustomStatusSurvivesCompletion(t *testing.T) {
+	_, _, timeline := runTimeline(t, loadSteps(t, filepath.Join("testdata", "turn", "tool_custom_v2.in.json")))
+	r := newReplay(t)
+	for _, a := range timeline {
+		r.apply(a)
+	}
+	for _, p := range finalParts(t, r.chat) {
+		if v, ok := p.Value.(*wire.ToolCallResponsePart); ok && v.ToolCall.ToolCallID() == "c1" {
+			require.Equal(t, string(wire.ToolCallStatusCompleted), v.ToolCall.Status())
+			require.Equal(t, "_deploying", v.ToolCall.Meta()["status"])
+			return
+		}
+	}
+	t.Fatal("no tool call c1")
+}

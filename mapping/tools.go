@@ -35,6 +35,9 @@ func (ts *toolState) merge(e backend.ToolCall) (contentChanged bool) {
 	}
 	if e.Status != "" {
 		ts.status = e.Status
+		if !knownStatus(e.Status) {
+			ts.customStatus = e.Status
+		}
 	}
 	if e.Locations != nil {
 		ts.locations = e.Locations
@@ -87,7 +90,8 @@ func (ts *toolState) intention() string {
 }
 
 // toolMeta is the `_meta` of the tool call: the backend's own meta plus the
-// ACP fields AHP has no place for (kind, locations, custom status).
+// ACP fields AHP has no place for (kind, locations, the latest custom
+// status).
 func (ts *toolState) toolMeta() map[string]any {
 	m := maps.Clone(ts.meta)
 	if m == nil {
@@ -107,8 +111,10 @@ func (ts *toolState) toolMeta() map[string]any {
 		}
 		m["locations"] = locs
 	}
-	if ts.status != "" && !knownStatus(ts.status) {
-		m["status"] = string(ts.status)
+	if ts.customStatus != "" {
+		// Kept once seen: AHP 0.7.0 replaces a tool call's _meta with each
+		// action's, so a call that went on to complete would lose it.
+		m["status"] = string(ts.customStatus)
 	}
 	if len(m) == 0 {
 		return nil

@@ -57,6 +57,8 @@ type toolState struct {
 	rawOutput json.RawMessage
 	meta      map[string]any
 	inputSent bool
+	// customStatus is the latest backend-specific (ACP v2 `_`) status.
+	customStatus backend.ToolStatus
 	// sentIntention is the intention clients have (toolCallStart's, or a
 	// later toolCallReady's).
 	sentIntention string
