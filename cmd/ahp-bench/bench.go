@@ -292,8 +292,8 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		}
 	}()
 	type sess struct {
-		channel string
-		ctl     *probe
+		chat string
+		ctl  *probe
 	}
 	ss := make([]sess, sessions)
 	for i := range ss {
@@ -306,17 +306,18 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		if err := ctl.initialize(ctx, fmt.Sprintf("bench-%d-0", i)); err != nil {
 			return Flow{}, err
 		}
-		if err := ctl.createSession(ctx, ch, true); err != nil {
+		chat, err := ctl.createSession(ctx, ch)
+		if err != nil {
 			return Flow{}, fmt.Errorf("%w; the bridge's log ends with: %s", err, bp.stderr.String())
 		}
-		ss[i] = sess{channel: ch, ctl: ctl}
+		ss[i] = sess{chat: chat, ctl: ctl}
 		for j := 1; j < clients; j++ {
 			p, err := dialProbe(ctx, bp.URL, n)
 			if err != nil {
 				return Flow{}, err
 			}
 			probes = append(probes, p)
-			if err := p.initialize(ctx, fmt.Sprintf("bench-%d-%d", i, j), ch); err != nil {
+			if err := p.initialize(ctx, fmt.Sprintf("bench-%d-%d", i, j), ch, chat); err != nil {
 				return Flow{}, err
 			}
 		}
@@ -331,7 +332,7 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ctl.startTurn(s.channel, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
+			errs[i] = s.ctl.startTurn(s.chat, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
 		}()
 	}
 	wg.Wait()
@@ -408,10 +409,7 @@ func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
 		return nil, err
 	}
 	// Start the agent process first, so that it is not counted.
-	if err := ctl.createSession(ctx, "ahp-session:/00000000-0000-4000-8000-ffffffffffff", true); err != nil {
-		return nil, err
-	}
-	if _, err := ctl.call(ctx, "unsubscribe", map[string]any{"channel": "ahp-session:/00000000-0000-4000-8000-ffffffffffff"}); err != nil {
+	if err := ctl.idleSession(ctx, "ahp-session:/00000000-0000-4000-8000-ffffffffffff"); err != nil {
 		return nil, err
 	}
 	base, err := settledRSS(ctx, bp.pid())
@@ -419,11 +417,7 @@ func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
 		return nil, err
 	}
 	for i := 0; i < cfg.Idle; i++ {
-		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
-		if err := ctl.createSession(ctx, ch, true); err != nil {
-			return nil, err
-		}
-		if _, err := ctl.call(ctx, "unsubscribe", map[string]any{"channel": ch}); err != nil {
+		if err := ctl.idleSession(ctx, fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)); err != nil {
 			return nil, err
 		}
 	}

@@ -16,11 +16,12 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 )
 
-// probe is a minimal AHP client for measuring: it speaks just enough
-// JSON-RPC to initialize, create a session, subscribe and start a turn, and
-// otherwise only scans incoming `action` frames for the bench agent's
-// write stamps, so that the measuring side costs as little CPU as possible
-// (no state reduction, no JSON decoding of envelopes).
+// probe is a minimal AHP 0.7.0 client for measuring: it speaks just enough
+// JSON-RPC to initialize, create a session, subscribe to it and its default
+// chat and start a turn there, and otherwise only scans incoming `action`
+// frames for the bench agent's write stamps, so that the measuring side
+// costs as little CPU as possible (no state reduction, no JSON decoding of
+// envelopes).
 type probe struct {
 	ws *websocket.Conn
 
@@ -259,56 +260,98 @@ func (p *probe) stall() (resume func()) {
 	}
 }
 
-// initialize performs the AHP handshake, subscribing to subs.
+// protocolVersion is the AHP version the probes speak: the host's own, so
+// that what is measured is the bridge, not a codec.
+const protocolVersion = "0.7.0"
+
+// initialize performs the AHP handshake, subscribing to subs (for a
+// session, name its default chat too: the chat is where its turns stream).
 func (p *probe) initialize(ctx context.Context, clientID string, subs ...string) error {
 	if subs == nil {
 		subs = []string{}
 	}
-	_, err := p.call(ctx, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"},
+	res, err := p.call(ctx, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{protocolVersion},
 		"clientId": clientID, "initialSubscriptions": subs})
-	return err
-}
-
-// createSession creates channel on the flood provider and waits until the
-// session is ready (this probe must be subscribed to it for that).
-func (p *probe) createSession(ctx context.Context, channel string, wait bool) error {
-	var ready <-chan struct{}
-	if wait {
-		ready = p.expect(`"session/ready"`)
-	}
-	if _, err := p.call(ctx, "createSession", map[string]any{"channel": channel, "provider": floodProvider,
-		"workingDirectory": "file:///tmp"}); err != nil {
-		return err
-	}
-	if !wait {
-		return nil
-	}
-	snap, err := p.call(ctx, "subscribe", map[string]any{"channel": channel})
 	if err != nil {
 		return err
 	}
-	if bytes.Contains(snap, []byte(`"lifecycle":"ready"`)) {
-		return nil // ready before the snapshot was taken
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
 	}
-	if bytes.Contains(snap, []byte(`"lifecycle":"creationFailed"`)) {
-		return fmt.Errorf("creating session %s failed: %s", channel, snap)
+	if err := json.Unmarshal(res, &r); err != nil || r.ProtocolVersion != protocolVersion {
+		return fmt.Errorf("initialize: the bridge chose protocol version %q, not %s", r.ProtocolVersion, protocolVersion)
+	}
+	return nil
+}
+
+// createSession creates channel on the flood provider, subscribes to it
+// and its default chat and waits until the session is ready. It returns
+// the default chat's URI.
+func (p *probe) createSession(ctx context.Context, channel string) (string, error) {
+	ready := p.expect(`"session/ready"`)
+	if _, err := p.call(ctx, "createSession", map[string]any{"channel": channel, "provider": floodProvider,
+		"workingDirectories": []string{"file:///tmp"}}); err != nil {
+		return "", err
+	}
+	raw, err := p.call(ctx, "subscribe", map[string]any{"channel": channel})
+	if err != nil {
+		return "", err
+	}
+	var snap struct {
+		Snapshot struct {
+			State struct {
+				Lifecycle   string `json:"lifecycle"`
+				DefaultChat string `json:"defaultChat"`
+			} `json:"state"`
+		} `json:"snapshot"`
+	}
+	if err := json.Unmarshal(raw, &snap); err != nil {
+		return "", fmt.Errorf("reading the snapshot of %s: %w", channel, err)
+	}
+	st := snap.Snapshot.State
+	if st.Lifecycle == "creationFailed" {
+		return "", fmt.Errorf("creating session %s failed: %s", channel, raw)
+	}
+	if st.DefaultChat == "" {
+		return "", fmt.Errorf("session %s names no default chat: %s", channel, raw)
+	}
+	if _, err := p.call(ctx, "subscribe", map[string]any{"channel": st.DefaultChat}); err != nil {
+		return "", err
+	}
+	if st.Lifecycle == "ready" {
+		return st.DefaultChat, nil // ready before the snapshot was taken
 	}
 	select {
 	case <-ready:
-		return nil
+		return st.DefaultChat, nil
 	case <-p.done:
-		return fmt.Errorf("waiting for session %s to be ready: the connection ended: %w", channel, p.err)
+		return "", fmt.Errorf("waiting for session %s to be ready: the connection ended: %w", channel, p.err)
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for session %s to be ready: %w", channel, ctx.Err())
+		return "", fmt.Errorf("waiting for session %s to be ready: %w", channel, ctx.Err())
 	}
 }
 
-// startTurn sends a prompt to channel as a session/turnStarted action
+// idleSession creates a ready session and lets it be: it unsubscribes
+// from the session and its chat, so that only the bridge holds it.
+func (p *probe) idleSession(ctx context.Context, channel string) error {
+	chat, err := p.createSession(ctx, channel)
+	if err != nil {
+		return err
+	}
+	for _, ch := range []string{chat, channel} {
+		if _, err := p.call(ctx, "unsubscribe", map[string]any{"channel": ch}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startTurn sends a prompt to a chat as a chat/turnStarted action
 // (dispatchAction is a notification).
-func (p *probe) startTurn(channel, turnID, prompt string) error {
+func (p *probe) startTurn(chat, turnID, prompt string) error {
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "dispatchAction", "params": map[string]any{
-		"channel": channel, "clientSeq": 1,
-		"action": map[string]any{"type": "session/turnStarted", "turnId": turnID,
+		"channel": chat, "clientSeq": 1,
+		"action": map[string]any{"type": "chat/turnStarted", "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
 			"message": map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}}}})
 	if err != nil {
 		return err

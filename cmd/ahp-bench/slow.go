@@ -66,7 +66,8 @@ func slowRun(ctx context.Context, cfg Config, d time.Duration, stalled bool) (*S
 	if err := fast.initialize(ctx, "bench-fast"); err != nil {
 		return nil, err
 	}
-	if err := fast.createSession(ctx, ch, true); err != nil {
+	chat, err := fast.createSession(ctx, ch)
+	if err != nil {
 		return nil, err
 	}
 	resume := func() {}
@@ -77,13 +78,13 @@ func slowRun(ctx context.Context, cfg Config, d time.Duration, stalled bool) (*S
 			return nil, err
 		}
 		defer slow.close()
-		if err := slow.initialize(ctx, "bench-slow", ch); err != nil {
+		if err := slow.initialize(ctx, "bench-slow", ch, chat); err != nil {
 			return nil, err
 		}
 		resume = slow.stall()
 	}
 	// Far more chunks than can be sent in d: the stream does not end.
-	if err := fast.startTurn(ch, "00000000-0000-4000-9000-5104c11e0000", benchPrompt(99999999, cfg.Size, 0, 0)); err != nil {
+	if err := fast.startTurn(chat, "00000000-0000-4000-9000-5104c11e0000", benchPrompt(99999999, cfg.Size, 0, 0)); err != nil {
 		resume()
 		return nil, err
 	}

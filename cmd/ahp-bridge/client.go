@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/tui"
 )
 
@@ -54,7 +56,7 @@ func clientFlags(a *clientArgs, watch *bool) *flag.FlagSet {
 	fs.BoolVar(watch, "watch", false, "with --session and no PROMPT: follow the session (the default without a PROMPT)")
 	fs.BoolVar(&a.ApproveAll, "approve-all", false, "approve every permission request without asking")
 	fs.BoolVar(&a.DenyAll, "deny-all", false, "deny every permission request without asking")
-	fs.BoolVar(&a.JSON, "json", false, "print only NDJSON: one {\"method\":…,\"params\":…} line per envelope or notification")
+	fs.BoolVar(&a.JSON, "json", false, "print only NDJSON: the initialize result (protocol version, server), then one {\"method\":…,\"params\":…} line per envelope or notification")
 	return fs
 }
 
@@ -123,8 +125,9 @@ func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := client.Dial(dialCtx, a.URL, client.Options{})
+	var init *wire.InitializeResult
 	if err == nil {
-		_, err = c.Initialize(dialCtx)
+		init, err = c.Initialize(dialCtx)
 		if err != nil {
 			_ = c.Close()
 		}
@@ -135,6 +138,12 @@ func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitError
 	}
 	defer c.Close()
+	if a.JSON {
+		if err := writeInitialize(stdout, init); err != nil {
+			fmt.Fprintf(stderr, "ahp-bridge client: %v\n", err)
+			return exitError
+		}
+	}
 	return tui.Run(ctx, c, a.Options, a.Prompt, tui.IO{
 		Stdin:       stdin,
 		Stdout:      stdout,
@@ -144,4 +153,27 @@ func runClient(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		Name:        "ahp-bridge client",
 		WaitHint:    waitHint,
 	})
+}
+
+// writeInitialize starts the NDJSON output with what the handshake
+// settled — the protocol version the server chose and who the server is —
+// so that a consumer knows the dialect of every line after it. The
+// snapshots are left out: the root state is not what a prompt is about.
+func writeInitialize(w io.Writer, res *wire.InitializeResult) error {
+	type negotiated struct {
+		ProtocolVersion string               `json:"protocolVersion"`
+		ServerInfo      *wire.Implementation `json:"serverInfo,omitempty"`
+		ServerSeq       int64                `json:"serverSeq"`
+	}
+	b, err := json.Marshal(struct {
+		Method string     `json:"method"`
+		Result negotiated `json:"result"`
+	}{"initialize", negotiated{res.ProtocolVersion, res.ServerInfo, res.ServerSeq}})
+	if err != nil {
+		return fmt.Errorf("encoding the initialize result as JSON: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("writing to stdout: %w", err)
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 	"github.com/ahp-bridge/ahp-bridge/internal/tui"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
@@ -172,9 +172,9 @@ func (d *demo) run(ctx context.Context) (int, error) {
 	}
 	channel := client.NewSessionURI()
 	if err := c.CreateSession(dialCtx, wire.CreateSessionParams{
-		Channel:          channel,
-		Provider:         wire.Ptr("demo"),
-		WorkingDirectory: wire.Ptr(mapping.FileURI(d.dir)),
+		Channel:            channel,
+		Provider:           wire.Ptr("demo"),
+		WorkingDirectories: []string{mapping.FileURI(d.dir)},
 	}); err != nil {
 		return exitError, fmt.Errorf("creating the demo session: %w", err)
 	}
@@ -270,13 +270,13 @@ func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 	}
 	// Tool call ids are only unique within a turn: an agent may reuse
 	// them in the next one (the demo agent does).
-	type call struct{ turnID, toolCallID string }
+	type call struct{ chat, turnID, toolCallID string }
 	approved := map[call]bool{}
 	for {
 		var next call
 		_, err := c.WaitFor(ctx, channel, func(s *wire.SessionState) bool {
-			for _, id := range client.PendingConfirmations(s) {
-				if k := (call{s.ActiveTurn.ID, id}); !approved[k] {
+			for _, p := range client.PendingConfirmations(s) {
+				if k := (call{p.Chat, p.TurnID, p.ToolCallID}); !approved[k] {
 					next = k
 					return true
 				}
@@ -287,19 +287,17 @@ func autoApprove(ctx context.Context, url, channel string, log zerolog.Logger) {
 			return
 		}
 		approved[next] = true
-		turnID, toolCallID := next.turnID, next.toolCallID
 		select {
 		case <-time.After(demoCountdown):
 		case <-ctx.Done():
 			return
 		}
-		_, err = c.DispatchAction(ctx, channel, wire.Action(&wire.SessionToolCallApprovedAction{
-			TurnID:     turnID,
-			ToolCallID: toolCallID,
-			Approved:   true,
-			Confirmed:  wire.ToolCallConfirmationReasonUserAction,
-		}))
-		if err != nil && !errors.Is(err, context.Canceled) {
+		_, err = c.ApproveToolCall(ctx, next.chat, next.turnID, next.toolCallID, "")
+		var refused *client.RejectedError
+		switch {
+		case errors.As(err, &refused):
+			// Someone at the terminal, or a joined client, answered first.
+		case err != nil && !errors.Is(err, context.Canceled):
 			log.Warn().Err(err).Msg("demo auto-approver")
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
 
@@ -114,11 +115,25 @@ func TestClientJSONIsNDJSON(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Greater(t, len(lines), 5)
+	// The first line says what the handshake settled.
+	var first struct {
+		Method string `json:"method"`
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			ServerInfo      struct {
+				Name string `json:"name"`
+			} `json:"serverInfo"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first), "line %q", lines[0])
+	assert.Equal(t, "initialize", first.Method)
+	assert.Equal(t, "0.7.0", first.Result.ProtocolVersion, "the negotiated version: the newest both speak")
+	assert.Equal(t, "ahp-bridge", first.Result.ServerInfo.Name)
 	sawComplete := false
 	for _, line := range lines {
 		var v map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &v), "line %q", line)
-		if strings.Contains(line, `"session/turnComplete"`) {
+		if strings.Contains(line, `"chat/turnComplete"`) {
 			sawComplete = true
 		}
 	}
@@ -199,108 +214,195 @@ func TestVersion(t *testing.T) {
 }
 
 // TestStdioCompletesTurn speaks AHP over the pipes of `serve --stdio` as an
-// editor would.
+// editor would: in the host's own dialect, 0.7.0 (a turn on the session's
+// default chat), and in 0.3.0 (a turn on the session channel), which the
+// bridge still serves.
 func TestStdioCompletesTurn(t *testing.T) {
+	t.Run("0.7.0", func(t *testing.T) {
+		e := startStdioEditor(t, "0.7.0")
+		session := "ahp-session:/8d7f5c1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
+		e.call(2, "createSession", map[string]any{"channel": session, "provider": "demo", "workingDirectories": []string{"file://" + demoDir(t)}})
+		snap := e.call(3, "subscribe", map[string]any{"channel": session})
+		var sub struct {
+			Snapshot struct {
+				State struct {
+					Lifecycle   string `json:"lifecycle"`
+					DefaultChat string `json:"defaultChat"`
+				} `json:"state"`
+			} `json:"snapshot"`
+		}
+		require.NoError(t, json.Unmarshal(snap, &sub))
+		chat := sub.Snapshot.State.DefaultChat
+		require.True(t, strings.HasPrefix(chat, "ahp-chat:"), "the session names its default chat: %s", snap)
+		if sub.Snapshot.State.Lifecycle != "ready" {
+			e.await("session/ready", isAction("session/ready"))
+		}
+		e.call(4, "subscribe", map[string]any{"channel": chat})
+
+		// "echo" replies without asking permission.
+		e.send(0, "dispatchAction", map[string]any{"channel": chat, "clientSeq": 1, "action": map[string]any{
+			"type": "chat/turnStarted", "turnId": "turn-1", "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+			"message": map[string]any{"text": "echo hello over stdio", "origin": map[string]any{"kind": "user"}},
+		}})
+		done := e.await("turn end", func(f map[string]any) bool {
+			return isAction("chat/turnComplete")(f) || isAction("chat/error")(f)
+		})
+		assert.True(t, isAction("chat/turnComplete")(done), "turn ended with %v", done)
+		e.close()
+	})
+	t.Run("0.3.0", func(t *testing.T) {
+		e := startStdioEditor(t, "0.3.0")
+		session := "ahp-session:/0d7f5c1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
+		e.call(2, "createSession", map[string]any{"channel": session, "provider": "demo", "workingDirectory": "file://" + demoDir(t)})
+		snap := e.call(3, "subscribe", map[string]any{"channel": session})
+		if !strings.Contains(string(snap), `"lifecycle":"ready"`) {
+			e.await("session/ready", isAction("session/ready"))
+		}
+		e.send(0, "dispatchAction", map[string]any{"channel": session, "clientSeq": 1, "action": map[string]any{
+			"type": "session/turnStarted", "turnId": "turn-1",
+			"message": map[string]any{"text": "echo hello over stdio", "origin": map[string]any{"kind": "user"}},
+		}})
+		done := e.await("turn end", func(f map[string]any) bool {
+			return isAction("session/turnComplete")(f) || isAction("session/error")(f)
+		})
+		assert.True(t, isAction("session/turnComplete")(done), "turn ended with %v", done)
+		e.close()
+	})
+}
+
+// stdioEditor is an editor speaking AHP to `serve --stdio` through its
+// pipes.
+type stdioEditor struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *lockedWriter // read it with readLocked: the child writes meanwhile
+	frames chan map[string]any
+}
+
+// startStdioEditor starts `serve --stdio` with the scripted agent as
+// provider "demo" and initializes with protocol version.
+func startStdioEditor(t *testing.T, version string) *stdioEditor {
+	t.Helper()
 	bin := bridgetest.Binary(t)
 	cmd := exec.Command(bin, "serve", "--stdio", "--acp", "demo="+bin+" demo-agent")
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
-	stderrW := &lockedWriter{w: &stderr} // read it with readLocked: the child writes meanwhile
-	cmd.Stderr = stderrW
+	e := &stdioEditor{t: t, cmd: cmd, stdin: stdin, stderr: &lockedWriter{w: &bytes.Buffer{}}, frames: make(chan map[string]any, 1024)}
+	cmd.Stderr = e.stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-	frames := make(chan map[string]any, 1024)
 	go func() {
-		defer close(frames)
+		defer close(e.frames)
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				frames <- map[string]any{"_notJSON": sc.Text()}
+				e.frames <- map[string]any{"_notJSON": sc.Text()}
 				continue
 			}
-			frames <- m
+			e.frames <- m
 		}
 	}()
-	send := func(id int, method string, params any) {
-		msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}
-		if id == 0 {
-			delete(msg, "id") // a notification
-		}
-		b, err := json.Marshal(msg)
-		require.NoError(t, err)
-		_, err = stdin.Write(append(b, '\n'))
-		require.NoError(t, err)
+	res := e.call(1, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{version}, "clientId": "editor", "initialSubscriptions": []string{"ahp-root://"}})
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
 	}
-	await := func(what string, pred func(map[string]any) bool) map[string]any {
-		timeout := time.After(60 * time.Second)
-		for {
-			select {
-			case f, ok := <-frames:
-				if !ok {
-					t.Fatalf("stdout closed while waiting for %s; stderr:\n%s", what, readLocked(stderrW))
-				}
-				require.NotContains(t, f, "_notJSON", "stdout carries only protocol")
-				if pred(f) {
-					return f
-				}
-			case <-timeout:
-				t.Fatalf("timed out waiting for %s; stderr:\n%s", what, readLocked(stderrW))
+	require.NoError(t, json.Unmarshal(res, &init))
+	require.Equal(t, version, init.ProtocolVersion)
+	return e
+}
+
+// send writes a request, or a notification when id is 0.
+func (e *stdioEditor) send(id int, method string, params any) {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+	if id == 0 {
+		delete(msg, "id")
+	}
+	b, err := json.Marshal(msg)
+	require.NoError(e.t, err)
+	_, err = e.stdin.Write(append(b, '\n'))
+	require.NoError(e.t, err)
+}
+
+// call sends a request and returns its result, failing on an error.
+func (e *stdioEditor) call(id int, method string, params any) json.RawMessage {
+	e.send(id, method, params)
+	resp := e.await(method, func(f map[string]any) bool { v, ok := f["id"].(float64); return ok && int(v) == id })
+	require.Nil(e.t, resp["error"], "%s: %v", method, resp)
+	b, err := json.Marshal(resp["result"])
+	require.NoError(e.t, err)
+	return b
+}
+
+// await reads frames until one satisfies pred, within a minute.
+func (e *stdioEditor) await(what string, pred func(map[string]any) bool) map[string]any {
+	ctx, cancel := context.WithTimeout(e.t.Context(), 60*time.Second)
+	defer cancel()
+	for {
+		select {
+		case f, ok := <-e.frames:
+			if !ok {
+				e.t.Fatalf("stdout closed while waiting for %s; stderr:\n%s", what, readLocked(e.stderr))
 			}
-		}
-	}
-	isResponse := func(id int) func(map[string]any) bool {
-		return func(f map[string]any) bool { v, ok := f["id"].(float64); return ok && int(v) == id }
-	}
-
-	send(1, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{"0.3.0"}, "clientId": "editor", "initialSubscriptions": []string{"ahp-root://"}})
-	resp := await("initialize", isResponse(1))
-	require.Nil(t, resp["error"], "%v", resp)
-
-	session := "ahp-session:/8d7f5c1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
-	send(2, "createSession", map[string]any{"channel": session, "provider": "demo", "workingDirectory": "file://" + demoDir(t)})
-	resp = await("createSession", isResponse(2))
-	require.Nil(t, resp["error"], "%v", resp)
-	send(3, "subscribe", map[string]any{"channel": session})
-	resp = await("subscribe", isResponse(3))
-	require.Nil(t, resp["error"], "%v", resp)
-	isAction := func(typ string) func(map[string]any) bool {
-		return func(f map[string]any) bool {
-			if f["method"] != "action" {
-				return false
+			require.NotContains(e.t, f, "_notJSON", "stdout carries only protocol")
+			if pred(f) {
+				return f
 			}
-			b, _ := json.Marshal(f["params"])
-			return strings.Contains(string(b), fmt.Sprintf(`"type":%q`, typ))
+		case <-ctx.Done():
+			e.t.Fatalf("timed out waiting for %s; stderr:\n%s", what, readLocked(e.stderr))
 		}
 	}
-	snap, _ := json.Marshal(resp["result"])
-	if !strings.Contains(string(snap), `"lifecycle":"ready"`) {
-		await("session/ready", isAction("session/ready"))
-	}
+}
 
-	// "echo" replies without asking permission.
-	send(0, "dispatchAction", map[string]any{"channel": session, "clientSeq": 1, "action": map[string]any{
-		"type": "session/turnStarted", "turnId": "turn-1",
-		"message": map[string]any{"text": "echo hello over stdio", "origin": map[string]any{"kind": "user"}},
-	}})
-	done := await("turn end", func(f map[string]any) bool {
-		return isAction("session/turnComplete")(f) || isAction("session/error")(f)
-	})
-	assert.True(t, isAction("session/turnComplete")(done), "turn ended with %v", done)
-	require.NoError(t, stdin.Close())
+// close ends the editor's input; serve must then exit cleanly.
+func (e *stdioEditor) close() {
+	require.NoError(e.t, e.stdin.Close())
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	go func() { waitErr <- e.cmd.Wait() }()
+	ctx, cancel := context.WithTimeout(e.t.Context(), 30*time.Second)
+	defer cancel()
 	select {
 	case err := <-waitErr:
-		assert.NoError(t, err, "serve --stdio exits cleanly when stdin closes")
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve --stdio did not exit after stdin closed")
+		assert.NoError(e.t, err, "serve --stdio exits cleanly when stdin closes")
+	case <-ctx.Done():
+		e.t.Fatal("serve --stdio did not exit after stdin closed")
 	}
+}
+
+// isAction matches an action envelope of the given type.
+func isAction(typ string) func(map[string]any) bool {
+	return func(f map[string]any) bool {
+		if f["method"] != "action" {
+			return false
+		}
+		b, _ := json.Marshal(f["params"])
+		return strings.Contains(string(b), fmt.Sprintf(`"type":%q`, typ))
+	}
+}
+
+// TestServeLogsProtocolVersions: at debug, serve says which AHP versions a
+// client may speak.
+func TestServeLogsProtocolVersions(t *testing.T) {
+	code, _, errOut := runBin(t, 30*time.Second, "", "serve", "--stdio", "--log-level", "debug", "--log-format", "json")
+	require.Equal(t, 0, code, "stderr:\n%s", errOut)
+	var found []string
+	for line := range strings.Lines(errOut) {
+		var m struct {
+			Versions []string `json:"protocolVersions"`
+			Host     string   `json:"hostVersion"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Versions != nil {
+			found = m.Versions
+			assert.Equal(t, "0.7.0", m.Host)
+		}
+	}
+	assert.Equal(t, codec.Supported(), found, "stderr:\n%s", errOut)
+	assert.Contains(t, found, "0.7.0")
+	assert.Contains(t, found, "0.3.0")
 }
 
 // TestSIGTERMMidTurnLeavesNoChild checks graceful shutdown: exit 0 and the
@@ -390,7 +492,7 @@ func TestDemoCompletesNonInteractively(t *testing.T) {
 // serve --stdio`: the input ends at once, and every reply still arrives.
 func TestStdioPipedRequestsAllAnswered(t *testing.T) {
 	var in strings.Builder
-	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.3.0"],"clientId":"pipe"}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"],"clientId":"pipe"}}` + "\n")
 	const n = 50
 	for id := 2; id <= n; id++ {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"listSessions","params":{"channel":"ahp-root://"}}`+"\n", id)

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // These tests prove the security defaults of `ahp-bridge serve` (issue #7)
@@ -203,7 +203,7 @@ func TestSecurityFrameAndSessionLimits(t *testing.T) {
 
 	// The session limit is a clear error, and the server carries on.
 	params := wire.CreateSessionParams{Channel: client.NewSessionURI(), Provider: wire.Ptr("demo"),
-		WorkingDirectory: wire.Ptr("file://" + demoDir(t))}
+		WorkingDirectories: []string{"file://" + demoDir(t)}}
 	require.NoError(t, c.CreateSession(ctx, params))
 	// The root channel is this connection's one allowed subscription.
 	_, err = c.Subscribe(ctx, params.Channel)

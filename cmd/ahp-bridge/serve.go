@@ -18,6 +18,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/agentchan"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
@@ -112,13 +113,17 @@ func newServer(cfg Config, log zerolog.Logger) (*server, error) {
 	if err != nil {
 		return nil, usagef("%s: %v", cfg.name("approve"), err)
 	}
+	// Which dialects a client may speak, for whoever debugs one that
+	// cannot connect (the host logs each connection's choice).
+	log.Debug().Strs("protocolVersions", codec.Supported()).Str("hostVersion", codec.Current.String()).
+		Msg("speaking AHP: each client gets the newest of these it offers")
 	s.host = host.New(opts)
 	s.bridge = bridge.New(providers, bridge.Options{
 		Approve: policy,
 		Logger:  log.With().Str("component", "bridge").Logger(),
 	})
 	s.bridge.Attach(s.host)
-	s.host.SetBackend(s.bridge)
+	s.host.SetHandler(s.bridge)
 	if err := s.bridge.Start(context.Background()); err != nil {
 		return nil, err
 	}

@@ -10,10 +10,14 @@
 // a tool call that asks permission, which the session's owning client
 // approves. Every client also watches the sessions of another client, and
 // every client disconnects and reconnects (with replay) at random moments
-// between turns. At the end it checks that every client's reduced state of
-// every channel it follows equals the host's, that every turn completed,
-// and that heap and goroutines return to their baseline once sessions and
-// connections are gone. It prints the figures and exits 1 on any failure.
+// between turns. Clients speak AHP 0.7.0: a turn runs on the session's
+// default chat, and its permission request is read from the session's
+// inputNeeded. At the end, once every session has settled (no chat in
+// progress, nothing pending), it checks that every client's reduced state
+// of every channel it follows — root, sessions, their default chats —
+// equals the host's, that every turn completed, and that heap and
+// goroutines return to their baseline once sessions and connections are
+// gone. It prints the figures and exits 1 on any failure.
 //
 // With the single argument "agent" the binary is the scripted ACP agent
 // itself, so the soak needs nothing built beforehand.
@@ -42,7 +46,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
@@ -138,7 +142,7 @@ func run(cfg config) error {
 	h := host.New(host.Options{ReplayBuffer: cfg.replayBuffer, Logger: log, Clock: func() int64 { return epoch.UnixMilli() }})
 	b := bridge.New(providers, bridge.Options{Approve: mapping.PolicyAsk, Logger: log})
 	b.Attach(h)
-	h.SetBackend(b)
+	h.SetHandler(b)
 	if err := b.Start(context.Background()); err != nil {
 		return err
 	}
@@ -243,18 +247,27 @@ func run(cfg config) error {
 	elapsed := time.Since(start)
 	hs := h.Stats()
 
-	// Every client's state of every channel it follows equals the host's.
+	// Every client's state of every channel it follows equals the host's,
+	// once the host has settled: a turn's end is followed by the host
+	// mirroring the chat's status into the session's catalogue, so a
+	// state taken right after the turn-ending action is not final.
 	compared := 0
+	settleCtx, settleCancel := context.WithTimeout(ctx, time.Minute)
+	if err := hostSettled(settleCtx, h, channels); err != nil {
+		st.fail(err)
+	}
 	for _, c := range clients {
-		n, err := c.compare(h)
+		n, err := c.compare(settleCtx, h)
 		compared += n
 		if err != nil {
 			st.fail(err)
 		}
 	}
+	settleCancel()
 	// Every session has all its turns, all complete.
 	for i, ch := range channels {
-		h.ReadSession(ch, func(s *wire.SessionState) {
+		chat := defaultChat(h, ch)
+		h.ReadChat(chat, func(s *wire.ChatState) {
 			complete := 0
 			for _, t := range s.Turns {
 				if t.State == wire.TurnStateComplete {
@@ -317,6 +330,11 @@ func run(cfg config) error {
 func dumpDiagnostics(h *host.Host, ch, name string) {
 	base := filepath.Join(os.TempDir(), "ahp-soak-"+name)
 	h.ReadSession(ch, func(s *wire.SessionState) {
+		if b, err := json.MarshalIndent(s, "", "  "); err == nil {
+			_ = os.WriteFile(base+".session.json", b, 0o644)
+		}
+	})
+	h.ReadChat(defaultChat(h, ch), func(s *wire.ChatState) {
 		if b, err := json.MarshalIndent(s.ActiveTurn, "", "  "); err == nil {
 			_ = os.WriteFile(base+".active-turn.json", b, 0o644)
 		}
@@ -326,6 +344,59 @@ func dumpDiagnostics(h *host.Host, ch, name string) {
 		_ = f.Close()
 	}
 	fmt.Fprintf(os.Stderr, "soak: diagnostics in %s.*\n", base)
+}
+
+// defaultChat is the URI of a session's default chat as the host has it,
+// "" for a session it does not have.
+func defaultChat(h *host.Host, session string) string {
+	var chat string
+	h.ReadSession(session, func(s *wire.SessionState) {
+		if s.DefaultChat != nil {
+			chat = *s.DefaultChat
+		}
+	})
+	return chat
+}
+
+// settled reports whether a session is at rest: no chat in progress (as
+// its catalogue mirrors them) and nothing waiting for a client.
+func settled(s *wire.SessionState) bool {
+	if len(s.InputNeeded) > 0 {
+		return false
+	}
+	for _, c := range s.Chats {
+		if c.Status.Has(wire.SessionStatusInProgress) {
+			return false
+		}
+	}
+	return true
+}
+
+// chatSettled reports whether a chat is at rest: no turn running or queued.
+func chatSettled(s *wire.ChatState) bool {
+	return s.ActiveTurn == nil && len(s.QueuedMessages) == 0 && s.SteeringMessage == nil
+}
+
+// hostSettled waits until every session and its default chat is at rest
+// in the host.
+func hostSettled(ctx context.Context, h *host.Host, sessions []string) error {
+	for _, ch := range sessions {
+		chat := defaultChat(h, ch)
+		for {
+			ok := true
+			h.ReadSession(ch, func(s *wire.SessionState) { ok = settled(s) })
+			h.ReadChat(chat, func(s *wire.ChatState) { ok = ok && chatSettled(s) })
+			if ok {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("session %s did not settle in the host: %w", ch, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 func waitFor(cond func() bool, timeout time.Duration) {
@@ -372,7 +443,7 @@ func (s *soakClient) createSession(ctx context.Context, provider, cwd string) (s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	ch := client.NewSessionURI()
-	if err := s.c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(provider), WorkingDirectory: wire.Ptr("file://" + cwd)}); err != nil {
+	if err := s.c.CreateSession(ctx, wire.CreateSessionParams{Channel: ch, Provider: wire.Ptr(provider), WorkingDirectories: []string{"file://" + cwd}}); err != nil {
 		return "", err
 	}
 	if _, err := s.c.Subscribe(ctx, ch); err != nil {
@@ -409,8 +480,9 @@ func (s *soakClient) close() {
 	_ = s.c.Close()
 }
 
-// turn runs one "demo" turn: start it, wait for the tool call to ask,
-// approve it, and wait for the turn to complete.
+// turn runs one "demo" turn on the session's default chat: start it, wait
+// for the session to ask for the tool call's permission, approve it, and
+// wait for the turn to complete.
 func (s *soakClient) turn(ctx context.Context, ch string, n int, st *stats) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -418,22 +490,15 @@ func (s *soakClient) turn(ctx context.Context, ch string, n int, st *stats) erro
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	turnID := client.NewUUID()
-	if _, err := c.DispatchAction(tctx, ch, wire.Action(&wire.SessionTurnStartedAction{
-		TurnID: turnID, Message: wire.Message{Text: fmt.Sprintf("demo %d", n), Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}},
-	})); err != nil {
-		return err
+	if _, err := c.StartTurn(tctx, ch, turnID, client.UserMessage(fmt.Sprintf("demo %d", n))); err != nil {
+		return fmt.Errorf("starting the turn: %w", err)
 	}
-	var toolID string
+	var ask client.Confirmation
 	if _, err := c.WaitFor(tctx, ch, func(s *wire.SessionState) bool {
-		if s.ActiveTurn == nil || s.ActiveTurn.ID != turnID {
-			return false
-		}
-		for _, p := range s.ActiveTurn.ResponseParts {
-			if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
-				if pc, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
-					toolID = pc.ToolCallID
-					return true
-				}
+		for _, p := range client.PendingConfirmations(s) {
+			if p.TurnID == turnID {
+				ask = p
+				return true
 			}
 		}
 		return false
@@ -441,28 +506,16 @@ func (s *soakClient) turn(ctx context.Context, ch string, n int, st *stats) erro
 		return fmt.Errorf("waiting for the permission request: %w", err)
 	}
 	st.toolCalls.Add(1)
-	if _, err := c.Confirm(tctx, ch, wire.Action(&wire.SessionToolCallApprovedAction{
-		TurnID: turnID, ToolCallID: toolID, Approved: true,
-		Confirmed: wire.ToolCallConfirmationReasonUserAction, SelectedOptionID: wire.Ptr("allow"),
-	})); err != nil {
+	if _, err := c.ApproveToolCall(tctx, ask.Chat, turnID, ask.ToolCallID, "allow"); err != nil {
 		return fmt.Errorf("approving: %w", err)
 	}
 	st.approvals.Add(1)
-	var state wire.TurnState
-	var errInfo *wire.ErrorInfo
-	if _, err := c.WaitFor(tctx, ch, func(s *wire.SessionState) bool {
-		for i := len(s.Turns) - 1; i >= 0; i-- {
-			if s.Turns[i].ID == turnID {
-				state, errInfo = s.Turns[i].State, s.Turns[i].Error
-				return true
-			}
-		}
-		return false
-	}); err != nil {
+	turn, err := c.WaitForTurn(tctx, ch, turnID)
+	if err != nil {
 		return fmt.Errorf("waiting for the turn to end: %w", err)
 	}
-	if state != wire.TurnStateComplete {
-		return fmt.Errorf("turn ended %s: %+v", state, errInfo)
+	if turn.State != wire.TurnStateComplete {
+		return fmt.Errorf("turn ended %s: %+v", turn.State, turn.Error)
 	}
 	st.turns.Add(1)
 	return nil
@@ -512,10 +565,26 @@ func (s *soakClient) reconnect(ctx context.Context, st *stats) error {
 	return nil
 }
 
-// compare checks every channel the client follows against the host.
-func (s *soakClient) compare(h *host.Host) (int, error) {
+// compare checks every channel the client follows against the host: the
+// root, and each session with its default chat. It first waits until the
+// client has seen each session settle, then pings: the host answers a
+// request after every envelope it queued for the connection before it, so
+// once the host is settled the answer means the client is up to date.
+func (s *soakClient) compare(ctx context.Context, h *host.Host) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	channels := s.channels(ctx)
+	for _, ch := range channels {
+		if _, err := s.c.WaitFor(ctx, ch, settled); err != nil {
+			return 0, fmt.Errorf("client %d: session %s did not settle: %w", s.id, ch, err)
+		}
+		if _, err := s.c.WaitForChat(ctx, ch, chatSettled); err != nil {
+			return 0, fmt.Errorf("client %d: the default chat of %s did not settle: %w", s.id, ch, err)
+		}
+	}
+	if err := s.c.Ping(ctx); err != nil {
+		return 0, err
+	}
 	n := 0
 	var errs []error
 	root, err := s.c.Root()
@@ -531,7 +600,7 @@ func (s *soakClient) compare(h *host.Host) (int, error) {
 		errs = append(errs, fmt.Errorf("client %d: root state differs from the host's:\nclient %s\nhost   %s", s.id, mine, hostRoot))
 	}
 	n++
-	for _, ch := range s.channels() {
+	for _, ch := range channels {
 		mine, err := s.c.Session(ch)
 		if err != nil {
 			errs = append(errs, err)
@@ -543,28 +612,52 @@ func (s *soakClient) compare(h *host.Host) (int, error) {
 			errs = append(errs, fmt.Errorf("client %d follows %s, which the host does not have", s.id, ch))
 			continue
 		}
-		if herr != nil {
-			errs = append(errs, herr)
-			continue
+		if err := sameJSON(mine, hostJSON, herr); err != nil {
+			errs = append(errs, fmt.Errorf("client %d: state of %s: %w", s.id, ch, err))
 		}
-		mineJSON, err := json.Marshal(mine)
+		n++
+		chat, err := s.c.DefaultChat(ch)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if string(mineJSON) != string(hostJSON) {
-			errs = append(errs, fmt.Errorf("client %d: state of %s differs from the host's (%d vs %d bytes)", s.id, ch, len(mineJSON), len(hostJSON)))
+		mineChat, err := s.c.Chat(chat)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !h.ReadChat(chat, func(st *wire.ChatState) { hostJSON, herr = json.Marshal(st) }) {
+			errs = append(errs, fmt.Errorf("client %d follows %s, which the host does not have", s.id, chat))
+			continue
+		}
+		if err := sameJSON(mineChat, hostJSON, herr); err != nil {
+			errs = append(errs, fmt.Errorf("client %d: state of %s: %w", s.id, chat, err))
 		}
 		n++
 	}
 	return n, errors.Join(errs...)
 }
 
-// channels lists the session channels the client follows, from its root
-// state's session list intersected with what it holds.
-func (s *soakClient) channels() []string {
+// sameJSON compares a client's state with the host's encoding of it.
+func sameJSON(mine any, host []byte, hostErr error) error {
+	if hostErr != nil {
+		return hostErr
+	}
+	b, err := json.Marshal(mine)
+	if err != nil {
+		return err
+	}
+	if string(b) != string(host) {
+		return fmt.Errorf("differs from the host's (%d vs %d bytes):\nclient %s\nhost   %s", len(b), len(host), b, host)
+	}
+	return nil
+}
+
+// channels lists the session channels the client follows, from the
+// server's session list intersected with what it holds.
+func (s *soakClient) channels(ctx context.Context) []string {
 	var out []string
-	sessions, err := s.c.ListSessions(context.Background())
+	sessions, err := s.c.ListSessions(ctx)
 	if err != nil {
 		return nil
 	}

@@ -8,14 +8,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // asker is one open permission request or question, asked on the
 // terminal one line at a time.
 type asker interface {
-	// key is the toolCallId or input requestId the answer resolves.
+	// key is the id of the session's inputNeeded entry the answer
+	// resolves; the host removes the entry once it is answered.
 	key() string
+	// chat is the chat channel the answer goes to.
+	chat() string
 	// summary is a one-line description for "waiting for another client".
 	summary() string
 	// prompt is the text asking for the next line of input.
@@ -28,25 +31,37 @@ type asker interface {
 	auto(approveAll, denyAll bool) (action any, ok bool)
 }
 
+// need is where a question comes from: an entry of the session's
+// inputNeeded, answered on a chat.
+type need struct{ id, chatURI string }
+
+func (n need) key() string  { return n.id }
+func (n need) chat() string { return n.chatURI }
+
 // approvalAsker asks whether a tool call may run, offering the host's
 // confirmation options.
 type approvalAsker struct {
+	need
 	turnID, toolCallID string
 	name, invocation   string
 	options            []wire.ConfirmationOption
 }
 
-func newApprovalAsker(a *wire.SessionToolCallReadyAction, name string) *approvalAsker {
+func newApprovalAsker(n need, turnID string, tc *wire.ToolCallPendingConfirmationState) *approvalAsker {
+	name := tc.DisplayName
+	if name == "" {
+		name = tc.ToolCallID
+	}
 	return &approvalAsker{
-		turnID:     a.TurnID,
-		toolCallID: a.ToolCallID,
+		need:       n,
+		turnID:     turnID,
+		toolCallID: tc.ToolCallID,
 		name:       name,
-		invocation: oneLine(markdownText(&a.InvocationMessage)),
-		options:    a.Options,
+		invocation: oneLine(markdownText(&tc.InvocationMessage)),
+		options:    tc.Options,
 	}
 }
 
-func (a *approvalAsker) key() string { return a.toolCallID }
 func (a *approvalAsker) summary() string {
 	if a.invocation == "" || a.invocation == a.name {
 		return "may " + a.name + " run?"
@@ -115,8 +130,7 @@ func (a *approvalAsker) decide(kind wire.ConfirmationOptionKind, opt *wire.Confi
 		selected = wire.Ptr(opt.ID)
 	}
 	if kind == wire.ConfirmationOptionKindApprove {
-		return &wire.SessionToolCallApprovedAction{
-			Type:             wire.ActionTypeSessionToolCallConfirmed,
+		return &wire.ChatToolCallApprovedAction{
 			TurnID:           a.turnID,
 			ToolCallID:       a.toolCallID,
 			Approved:         true,
@@ -124,8 +138,7 @@ func (a *approvalAsker) decide(kind wire.ConfirmationOptionKind, opt *wire.Confi
 			SelectedOptionID: selected,
 		}
 	}
-	return &wire.SessionToolCallDeniedAction{
-		Type:             wire.ActionTypeSessionToolCallConfirmed,
+	return &wire.ChatToolCallDeniedAction{
 		TurnID:           a.turnID,
 		ToolCallID:       a.toolCallID,
 		Approved:         false,
@@ -135,12 +148,12 @@ func (a *approvalAsker) decide(kind wire.ConfirmationOptionKind, opt *wire.Confi
 }
 
 // resultAsker asks whether the result of a finished tool call may be
-// used (session/toolCallComplete with requiresResultConfirmation).
+// used (chat/toolCallComplete with requiresResultConfirmation).
 type resultAsker struct {
+	need
 	turnID, toolCallID, name string
 }
 
-func (a *resultAsker) key() string     { return a.toolCallID }
 func (a *resultAsker) summary() string { return "may the agent use the result of " + a.name + "?" }
 func (a *resultAsker) prompt() string {
 	return fmt.Sprintf("  Let the agent use the result of %s? [y/n]", a.name)
@@ -166,26 +179,24 @@ func (a *resultAsker) auto(approveAll, denyAll bool) (any, bool) {
 }
 
 func (a *resultAsker) decide(approved bool) any {
-	return &wire.SessionToolCallResultConfirmedAction{
-		Type:       wire.ActionTypeSessionToolCallResultConfirmed,
+	return &wire.ChatToolCallResultConfirmedAction{
 		TurnID:     a.turnID,
 		ToolCallID: a.toolCallID,
 		Approved:   approved,
 	}
 }
 
-// inputAsker asks the questions of a session/inputRequested one by one.
+// inputAsker asks the questions of a chat/inputRequested one by one.
 type inputAsker struct {
-	req     *wire.SessionInputRequest
+	need
+	req     *wire.ChatInputRequest
 	next    int // index of the question being asked
-	answers map[string]wire.SessionInputAnswer
+	answers map[string]wire.ChatInputAnswer
 }
 
-func newInputAsker(req *wire.SessionInputRequest) *inputAsker {
-	return &inputAsker{req: req, answers: map[string]wire.SessionInputAnswer{}}
+func newInputAsker(n need, req *wire.ChatInputRequest) *inputAsker {
+	return &inputAsker{need: n, req: req, answers: map[string]wire.ChatInputAnswer{}}
 }
-
-func (a *inputAsker) key() string { return a.req.ID }
 
 func (a *inputAsker) summary() string {
 	if a.req.Message != nil {
@@ -225,9 +236,9 @@ func (a *inputAsker) answer(line string) (any, bool, string) {
 	if len(a.req.Questions) == 0 {
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return a.complete(wire.SessionInputResponseKindAccept), true, ""
+			return a.complete(wire.ChatInputResponseKindAccept), true, ""
 		case "n", "no":
-			return a.complete(wire.SessionInputResponseKindDecline), true, ""
+			return a.complete(wire.ChatInputResponseKindDecline), true, ""
 		}
 		return nil, false, fmt.Sprintf("%q is not an answer: type y or n", line)
 	}
@@ -241,14 +252,14 @@ func (a *inputAsker) answer(line string) (any, bool, string) {
 	if a.next < len(a.req.Questions) {
 		return nil, false, ""
 	}
-	return a.complete(wire.SessionInputResponseKindAccept), true, ""
+	return a.complete(wire.ChatInputResponseKindAccept), true, ""
 }
 
 // auto declines under --deny-all and, under --approve-all, accepts with
 // the defaults when every required question has one.
 func (a *inputAsker) auto(approveAll, denyAll bool) (any, bool) {
 	if denyAll {
-		return a.complete(wire.SessionInputResponseKindDecline), true
+		return a.complete(wire.ChatInputResponseKindDecline), true
 	}
 	if !approveAll {
 		return nil, false
@@ -261,16 +272,15 @@ func (a *inputAsker) auto(approveAll, denyAll bool) (any, bool) {
 		}
 		a.answers[q.id] = ans
 	}
-	return a.complete(wire.SessionInputResponseKindAccept), true
+	return a.complete(wire.ChatInputResponseKindAccept), true
 }
 
-func (a *inputAsker) complete(kind wire.SessionInputResponseKind) any {
-	act := &wire.SessionInputCompletedAction{
-		Type:      wire.ActionTypeSessionInputCompleted,
+func (a *inputAsker) complete(kind wire.ChatInputResponseKind) any {
+	act := &wire.ChatInputCompletedAction{
 		RequestID: a.req.ID,
 		Response:  kind,
 	}
-	if kind == wire.SessionInputResponseKindAccept {
+	if kind == wire.ChatInputResponseKindAccept {
 		act.Answers = a.answers
 	}
 	return act
@@ -279,9 +289,9 @@ func (a *inputAsker) complete(kind wire.SessionInputResponseKind) any {
 // question is the common view of the five question kinds.
 type question struct {
 	id, title, message string
-	kind               wire.SessionInputQuestionKind
+	kind               wire.ChatInputQuestionKind
 	required           bool
-	options            []wire.SessionInputOption
+	options            []wire.ChatInputOption
 	freeform           bool
 	min, max           *float64
 	defText            *string
@@ -289,7 +299,7 @@ type question struct {
 	defBool            *bool
 }
 
-func questionOf(u wire.SessionInputQuestion) question {
+func questionOf(u wire.ChatInputQuestion) question {
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -297,24 +307,32 @@ func questionOf(u wire.SessionInputQuestion) question {
 		return *p
 	}
 	flag := func(p *bool) bool { return p != nil && *p }
+	// Lengths and counts are whole numbers in 0.7.0; one range check
+	// serves them and the number questions' fractional bounds.
+	float := func(p *int64) *float64 {
+		if p == nil {
+			return nil
+		}
+		return wire.Ptr(float64(*p))
+	}
 	switch q := u.Value.(type) {
-	case *wire.SessionInputTextQuestion:
-		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), min: q.Min, max: q.Max, defText: q.DefaultValue}
-	case *wire.SessionInputNumberQuestion:
+	case *wire.ChatInputTextQuestion:
+		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), min: float(q.Min), max: float(q.Max), defText: q.DefaultValue}
+	case *wire.ChatInputNumberQuestion:
 		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), min: q.Min, max: q.Max, defNumber: q.DefaultValue}
-	case *wire.SessionInputBooleanQuestion:
+	case *wire.ChatInputBooleanQuestion:
 		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), defBool: q.DefaultValue}
-	case *wire.SessionInputSingleSelectQuestion:
+	case *wire.ChatInputSingleSelectQuestion:
 		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), options: q.Options, freeform: flag(q.AllowFreeformInput)}
-	case *wire.SessionInputMultiSelectQuestion:
-		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), options: q.Options, freeform: flag(q.AllowFreeformInput), min: q.Min, max: q.Max}
+	case *wire.ChatInputMultiSelectQuestion:
+		return question{id: q.ID, title: str(q.Title), message: q.Message, kind: q.Kind, required: flag(q.Required), options: q.Options, freeform: flag(q.AllowFreeformInput), min: float(q.Min), max: float(q.Max)}
 	}
 	// An unknown kind from a newer host: ask for free text and skip it if
 	// nothing is typed.
-	return question{id: unknownQuestionID(u), message: "(a question this client does not understand)", kind: wire.SessionInputQuestionKindText}
+	return question{id: unknownQuestionID(u), message: "(a question this client does not understand)", kind: wire.ChatInputQuestionKindText}
 }
 
-func unknownQuestionID(u wire.SessionInputQuestion) string {
+func unknownQuestionID(u wire.ChatInputQuestion) string {
 	b, _ := json.Marshal(u)
 	var head struct {
 		ID string `json:"id"`
@@ -327,21 +345,21 @@ func unknownQuestionID(u wire.SessionInputQuestion) string {
 func (q question) hint() string {
 	var h string
 	switch q.kind {
-	case wire.SessionInputQuestionKindBoolean:
+	case wire.ChatInputQuestionKindBoolean:
 		h = "y or n"
 		if q.defBool != nil {
 			h += fmt.Sprintf(", empty for %s", yesNo(*q.defBool))
 		}
-	case wire.SessionInputQuestionKindSingleSelect:
+	case wire.ChatInputQuestionKindSingleSelect:
 		h = "a number"
 		if q.freeform {
 			h += " or your own text"
 		}
-	case wire.SessionInputQuestionKindMultiSelect:
+	case wire.ChatInputQuestionKindMultiSelect:
 		h = "numbers separated by commas"
-	case wire.SessionInputQuestionKindNumber, wire.SessionInputQuestionKindInteger:
+	case wire.ChatInputQuestionKindNumber, wire.ChatInputQuestionKindInteger:
 		h = "a number"
-		if q.kind == wire.SessionInputQuestionKindInteger {
+		if q.kind == wire.ChatInputQuestionKindInteger {
 			h = "a whole number"
 		}
 		if q.defNumber != nil {
@@ -375,29 +393,29 @@ func yesNo(b bool) string {
 func (q question) defaultAnswer() any {
 	switch {
 	case q.defText != nil:
-		return &wire.SessionInputTextAnswerValue{Kind: wire.SessionInputAnswerValueKindText, Value: *q.defText}
+		return &wire.ChatInputTextAnswerValue{Kind: wire.ChatInputAnswerValueKindText, Value: *q.defText}
 	case q.defNumber != nil:
-		return &wire.SessionInputNumberAnswerValue{Kind: wire.SessionInputAnswerValueKindNumber, Value: *q.defNumber}
+		return &wire.ChatInputNumberAnswerValue{Kind: wire.ChatInputAnswerValueKindNumber, Value: *q.defNumber}
 	case q.defBool != nil:
-		return &wire.SessionInputBooleanAnswerValue{Kind: wire.SessionInputAnswerValueKindBoolean, Value: *q.defBool}
+		return &wire.ChatInputBooleanAnswerValue{Kind: wire.ChatInputAnswerValueKindBoolean, Value: *q.defBool}
 	}
 	for _, o := range q.options {
 		if o.Recommended != nil && *o.Recommended {
-			if q.kind == wire.SessionInputQuestionKindMultiSelect {
-				return &wire.SessionInputSelectedManyAnswerValue{Kind: wire.SessionInputAnswerValueKindSelectedMany, Value: []string{o.ID}}
+			if q.kind == wire.ChatInputQuestionKindMultiSelect {
+				return &wire.ChatInputSelectedManyAnswerValue{Kind: wire.ChatInputAnswerValueKindSelectedMany, Value: []string{o.ID}}
 			}
-			return &wire.SessionInputSelectedAnswerValue{Kind: wire.SessionInputAnswerValueKindSelected, Value: o.ID}
+			return &wire.ChatInputSelectedAnswerValue{Kind: wire.ChatInputAnswerValueKindSelected, Value: o.ID}
 		}
 	}
 	return nil
 }
 
 // parse turns a typed line into an answer, or says what is wrong with it.
-func (q question) parse(in string) (wire.SessionInputAnswer, string) {
-	submitted := func(v any) wire.SessionInputAnswer {
-		return wire.SessionInputAnswer{Value: &wire.SessionInputAnswered{
-			State: wire.SessionInputAnswerStateSubmitted,
-			Value: wire.SessionInputAnswerValue{Value: v},
+func (q question) parse(in string) (wire.ChatInputAnswer, string) {
+	submitted := func(v any) wire.ChatInputAnswer {
+		return wire.ChatInputAnswer{Value: &wire.ChatInputAnswered{
+			State: wire.ChatInputAnswerStateSubmitted,
+			Value: wire.ChatInputAnswerValue{Value: v},
 		}}
 	}
 	if in == "" {
@@ -405,40 +423,40 @@ func (q question) parse(in string) (wire.SessionInputAnswer, string) {
 			return submitted(d), ""
 		}
 		if q.required {
-			return wire.SessionInputAnswer{}, "an answer is required"
+			return wire.ChatInputAnswer{}, "an answer is required"
 		}
-		return wire.SessionInputAnswer{Value: &wire.SessionInputSkipped{State: wire.SessionInputAnswerStateSkipped}}, ""
+		return wire.ChatInputAnswer{Value: &wire.ChatInputSkipped{State: wire.ChatInputAnswerStateSkipped}}, ""
 	}
 	switch q.kind {
-	case wire.SessionInputQuestionKindBoolean:
+	case wire.ChatInputQuestionKindBoolean:
 		switch strings.ToLower(in) {
 		case "y", "yes", "true":
-			return submitted(&wire.SessionInputBooleanAnswerValue{Kind: wire.SessionInputAnswerValueKindBoolean, Value: true}), ""
+			return submitted(&wire.ChatInputBooleanAnswerValue{Kind: wire.ChatInputAnswerValueKindBoolean, Value: true}), ""
 		case "n", "no", "false":
-			return submitted(&wire.SessionInputBooleanAnswerValue{Kind: wire.SessionInputAnswerValueKindBoolean, Value: false}), ""
+			return submitted(&wire.ChatInputBooleanAnswerValue{Kind: wire.ChatInputAnswerValueKindBoolean, Value: false}), ""
 		}
-		return wire.SessionInputAnswer{}, fmt.Sprintf("%q is not an answer: type y or n", in)
-	case wire.SessionInputQuestionKindNumber, wire.SessionInputQuestionKindInteger:
+		return wire.ChatInputAnswer{}, fmt.Sprintf("%q is not an answer: type y or n", in)
+	case wire.ChatInputQuestionKindNumber, wire.ChatInputQuestionKindInteger:
 		var f float64
 		if _, err := fmt.Sscan(in, &f); err != nil {
-			return wire.SessionInputAnswer{}, fmt.Sprintf("%q is not a number", in)
+			return wire.ChatInputAnswer{}, fmt.Sprintf("%q is not a number", in)
 		}
-		if q.kind == wire.SessionInputQuestionKindInteger && f != float64(int64(f)) {
-			return wire.SessionInputAnswer{}, fmt.Sprintf("%q is not a whole number", in)
+		if q.kind == wire.ChatInputQuestionKindInteger && f != float64(int64(f)) {
+			return wire.ChatInputAnswer{}, fmt.Sprintf("%q is not a whole number", in)
 		}
 		if (q.min != nil && f < *q.min) || (q.max != nil && f > *q.max) {
-			return wire.SessionInputAnswer{}, fmt.Sprintf("%v is out of range%s", f, rangeText(q.min, q.max))
+			return wire.ChatInputAnswer{}, fmt.Sprintf("%v is out of range%s", f, rangeText(q.min, q.max))
 		}
-		return submitted(&wire.SessionInputNumberAnswerValue{Kind: wire.SessionInputAnswerValueKindNumber, Value: f}), ""
-	case wire.SessionInputQuestionKindSingleSelect:
+		return submitted(&wire.ChatInputNumberAnswerValue{Kind: wire.ChatInputAnswerValueKindNumber, Value: f}), ""
+	case wire.ChatInputQuestionKindSingleSelect:
 		if o, ok := q.option(in); ok {
-			return submitted(&wire.SessionInputSelectedAnswerValue{Kind: wire.SessionInputAnswerValueKindSelected, Value: o.ID}), ""
+			return submitted(&wire.ChatInputSelectedAnswerValue{Kind: wire.ChatInputAnswerValueKindSelected, Value: o.ID}), ""
 		}
 		if q.freeform {
-			return submitted(&wire.SessionInputSelectedAnswerValue{Kind: wire.SessionInputAnswerValueKindSelected, Value: in, FreeformValues: []string{in}}), ""
+			return submitted(&wire.ChatInputSelectedAnswerValue{Kind: wire.ChatInputAnswerValueKindSelected, Value: in, FreeformValues: []string{in}}), ""
 		}
-		return wire.SessionInputAnswer{}, fmt.Sprintf("%q is not one of the choices: type a number from 1 to %d", in, len(q.options))
-	case wire.SessionInputQuestionKindMultiSelect:
+		return wire.ChatInputAnswer{}, fmt.Sprintf("%q is not one of the choices: type a number from 1 to %d", in, len(q.options))
+	case wire.ChatInputQuestionKindMultiSelect:
 		var ids, free []string
 		for _, part := range strings.Split(in, ",") {
 			part = strings.TrimSpace(part)
@@ -450,34 +468,34 @@ func (q question) parse(in string) (wire.SessionInputAnswer, string) {
 			} else if q.freeform {
 				free = append(free, part)
 			} else {
-				return wire.SessionInputAnswer{}, fmt.Sprintf("%q is not one of the choices: type numbers from 1 to %d", part, len(q.options))
+				return wire.ChatInputAnswer{}, fmt.Sprintf("%q is not one of the choices: type numbers from 1 to %d", part, len(q.options))
 			}
 		}
 		n := float64(len(ids) + len(free))
 		if (q.min != nil && n < *q.min) || (q.max != nil && n > *q.max) {
-			return wire.SessionInputAnswer{}, fmt.Sprintf("choose%s", rangeText(q.min, q.max))
+			return wire.ChatInputAnswer{}, fmt.Sprintf("choose%s", rangeText(q.min, q.max))
 		}
 		if ids == nil {
 			ids = []string{}
 		}
-		return submitted(&wire.SessionInputSelectedManyAnswerValue{Kind: wire.SessionInputAnswerValueKindSelectedMany, Value: ids, FreeformValues: free}), ""
+		return submitted(&wire.ChatInputSelectedManyAnswerValue{Kind: wire.ChatInputAnswerValueKindSelectedMany, Value: ids, FreeformValues: free}), ""
 	default:
 		n := float64(len([]rune(in)))
 		if (q.min != nil && n < *q.min) || (q.max != nil && n > *q.max) {
-			return wire.SessionInputAnswer{}, fmt.Sprintf("the answer must have%s characters", rangeText(q.min, q.max))
+			return wire.ChatInputAnswer{}, fmt.Sprintf("the answer must have%s characters", rangeText(q.min, q.max))
 		}
-		return submitted(&wire.SessionInputTextAnswerValue{Kind: wire.SessionInputAnswerValueKindText, Value: in}), ""
+		return submitted(&wire.ChatInputTextAnswerValue{Kind: wire.ChatInputAnswerValueKindText, Value: in}), ""
 	}
 }
 
 // option finds a choice by number, id or label.
-func (q question) option(in string) (wire.SessionInputOption, bool) {
+func (q question) option(in string) (wire.ChatInputOption, bool) {
 	for i, o := range q.options {
 		if in == fmt.Sprint(i+1) || strings.EqualFold(in, o.ID) || strings.EqualFold(in, o.Label) {
 			return o, true
 		}
 	}
-	return wire.SessionInputOption{}, false
+	return wire.ChatInputOption{}, false
 }
 
 func rangeText(lo, hi *float64) string {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,28 +12,28 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
 
 // These tests run the client against the real host and bridge, with the
 // scripted ACP agent (`ahp-bridge demo-agent`) as a subprocess: what the
-// fake host does not do — consume queued messages, publish terminals.
+// fake host does not do — publish terminals, run an ACP agent's turns.
 
 func startBridge(t *testing.T) *bridgetest.Env {
 	t.Helper()
-	bin := bridgetest.Binary(t)
-	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bin, "demo-agent"}}, zerolog.Nop())
+	// The demo's agent, built on its own: these tests need no command.
+	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bridgetest.ScriptAgent(t)}}, zerolog.Nop())
 	return bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
 }
 
 func dialEnv(t *testing.T, e *bridgetest.Env) *client.Client {
 	t.Helper()
-	c, err := client.Dial(t.Context(), e.URL, client.Options{})
+	c, err := client.Dial(waitCtx(t), e.URL, client.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	_, err = c.Initialize(t.Context())
+	_, err = c.Initialize(waitCtx(t))
 	require.NoError(t, err)
 	return c
 }
@@ -48,17 +47,15 @@ func TestQueuedPromptRunsAfterTheRunningTurn(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# Demo\n"), 0o644))
 	uri := bridgetest.CreateSession(t, owner, "script", dir)
-	first := bridgetest.StartTurn(t, owner, uri, "permission")
-	toolCall := bridgetest.WaitPendingTool(t, owner, uri, waitTimeout)
+	startTurn(t, owner, uri, "permission")
+	pending := waitConfirmation(t, owner, uri)
 
 	out, errOut, done := startRun(t, dialEnv(t, e), Options{Session: uri}, "echo and then?", IO{Interrupts: make(chan struct{})})
-	st, err := owner.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(s.QueuedMessages) == 1 })
+	st, err := owner.WaitForChat(waitCtx(t), uri, func(s *wire.ChatState) bool { return len(s.QueuedMessages) == 1 })
 	require.NoError(t, err, "the prompt was not queued; stderr:\n%s", errOut.String())
 	assert.Equal(t, "echo and then?", st.QueuedMessages[0].Message.Text)
 
-	_, err = owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
-		TurnID: first, ToolCallID: toolCall, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-	}))
+	_, err = owner.ApproveToolCall(waitCtx(t), pending.Chat, pending.TurnID, pending.ToolCallID, "allow-once")
 	require.NoError(t, err)
 	assert.Equal(t, ExitOK, waitCode(t, done), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	assertInOrder(t, out.String(), []string{"» permission\n", "selected: allow-once", "echo and then?\n"})
@@ -78,44 +75,39 @@ func TestCommandOutputIsShown(t *testing.T) {
 
 func runOnEnv(t *testing.T, e *bridgetest.Env, opts Options, prompt string) run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
 	var stdout, stderr strings.Builder
-	code := Run(ctx, dialEnv(t, e), opts, prompt, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Interrupts: make(chan struct{})})
+	code := Run(waitCtx(t), dialEnv(t, e), opts, prompt, IO{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Interrupts: make(chan struct{})})
 	return run{code, stdout.String(), stderr.String()}
 }
 
 // TestFollowUntilIdleWaitsForQueuedTurns: the demo without a terminal
 // stays up while a joined client's queued prompt waits or runs. The host
 // takes a queued message (pendingMessageRemoved) before it starts its turn;
-// the session is not idle in between.
+// the chat is not idle in between.
 func TestFollowUntilIdleWaitsForQueuedTurns(t *testing.T) {
 	e := startBridge(t)
 	owner := e.Client(t)
 	uri := bridgetest.CreateSession(t, owner, "script", t.TempDir())
-	first := bridgetest.StartTurn(t, owner, uri, "permission")
-	toolCall := bridgetest.WaitPendingTool(t, owner, uri, waitTimeout)
-	_, err := owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionPendingMessageSetAction{
-		Kind: wire.PendingMessageKindQueued, ID: "q-1", Message: userMessage("echo queued"),
-	}))
+	startTurn(t, owner, uri, "permission")
+	pending := waitConfirmation(t, owner, uri)
+	_, err := owner.SetPendingMessage(waitCtx(t), uri, wire.PendingMessageKindQueued, "q-1", client.UserMessage("echo queued"))
 	require.NoError(t, err)
 
 	var out, errOut syncBuffer
-	s, err := Open(t.Context(), dialEnv(t, e), Options{Session: uri}, IO{
+	s, err := Open(waitCtx(t), dialEnv(t, e), Options{Session: uri}, IO{
 		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Interrupts: make(chan struct{}),
 	})
 	require.NoError(t, err)
 	defer s.Close()
 	done := make(chan int, 1)
+	followCtx := waitCtx(t)
 	go func() {
-		code, _ := s.Follow(t.Context(), true)
+		code, _ := s.Follow(followCtx, true)
 		done <- code
 	}()
-	_, err = owner.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
-		TurnID: first, ToolCallID: toolCall, Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-	}))
+	_, err = owner.ApproveToolCall(waitCtx(t), pending.Chat, pending.TurnID, pending.ToolCallID, "allow-once")
 	require.NoError(t, err)
 	assert.Equal(t, ExitOK, waitCode(t, done), "stderr:\n%s", errOut.String())
-	assert.Len(t, s.state.Turns, 2, "Follow returned before the queued turn ran; output:\n%s", out.String())
+	assert.Len(t, s.chatState.Turns, 2, "Follow returned before the queued turn ran; output:\n%s", out.String())
 	assertInOrder(t, out.String(), []string{"» permission\n", "selected: allow-once", "» echo queued\n", "echo queued\n"})
 }

@@ -23,9 +23,14 @@ func (s *Session) note(format string, args ...any) {
 
 // ask handles a new permission request or question: answered at once by
 // ApproveAll/DenyAll, asked on the terminal, or left for another client.
+// An entry asked already (the host updated it) is not asked again.
 func (s *Session) ask(ctx context.Context, a asker) error {
+	if a == nil || s.asked[a.key()] {
+		return nil
+	}
+	s.asked[a.key()] = true
 	if act, ok := a.auto(s.opts.ApproveAll, s.opts.DenyAll); ok {
-		return s.dispatch(ctx, act)
+		return s.reply(ctx, a, act)
 	}
 	if !s.io.Interactive || s.stdinEOF {
 		s.note("waiting for another client to answer: %s", a.summary())
@@ -73,9 +78,9 @@ func (s *Session) answer(ctx context.Context, line string) error {
 		s.note("%s", s.shown.prompt())
 		return nil
 	}
-	key := s.shown.key()
-	s.drop(key)
-	if err := s.dispatch(ctx, act); err != nil {
+	shown := s.shown
+	s.drop(shown.key())
+	if err := s.reply(ctx, shown, act); err != nil {
 		return err
 	}
 	s.showNext()

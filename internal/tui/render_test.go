@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -78,35 +78,35 @@ func renderAll(t *testing.T, lines ...string) string {
 func TestRendererIssue11(t *testing.T) {
 	t.Run("a tool name is shown once", func(t *testing.T) {
 		got := renderAll(t,
-			`{"channel":"s","action":{"type":"session/toolCallStart","turnId":"t","toolCallId":"c","toolName":"read","displayName":"Read README.md"},"serverSeq":1}`,
-			`{"channel":"s","action":{"type":"session/toolCallReady","turnId":"t","toolCallId":"c","invocationMessage":"Read README.md","confirmed":"not-needed"},"serverSeq":2}`)
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallStart","turnId":"t","toolCallId":"c","toolName":"read","displayName":"Read README.md"},"serverSeq":1}`,
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallReady","turnId":"t","toolCallId":"c","invocationMessage":"Read README.md","confirmed":"not-needed"},"serverSeq":2}`)
 		assert.Equal(t, "⚙ Read README.md\n", got)
 	})
 	t.Run("a new file is created, not edited", func(t *testing.T) {
 		got := renderAll(t,
-			`{"channel":"s","action":{"type":"session/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"Write a.go","content":[`+
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"Write a.go","content":[`+
 				`{"type":"fileEdit","after":{"uri":"file:///p/a.go","content":{"uri":"x:new"}},"diff":{"added":3,"removed":0}},{"type":"text","text":"Created /p/a.go (+3 -0)"},`+
 				`{"type":"fileEdit","before":{"uri":"file:///p/b.go","content":{"uri":"x:old"}}}]}},"serverSeq":1}`)
 		assert.Equal(t, "  ✓ Write a.go\n    created /p/a.go (+3 -0)\n    deleted /p/b.go\n", got)
 	})
 	t.Run("the final plan is a checklist", func(t *testing.T) {
 		got := renderAll(t,
-			`{"channel":"s","action":{"type":"session/responsePart","turnId":"t","part":{"kind":"markdown","id":"p","content":"**Plan**\n\n- [x] Read README.md\n- [~] Answer _(high priority)_\n- [ ] Celebrate"}},"serverSeq":1}`)
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/responsePart","turnId":"t","part":{"kind":"markdown","id":"p","content":"**Plan**\n\n- [x] Read README.md\n- [~] Answer _(high priority)_\n- [ ] Celebrate"}},"serverSeq":1}`)
 		assert.Equal(t, "Plan\n  ✓ Read README.md\n  ▸ Answer (high priority)\n  ○ Celebrate\n", got)
 		// Markdown that merely contains a list stays text.
 		got = renderAll(t,
-			`{"channel":"s","action":{"type":"session/responsePart","turnId":"t","part":{"kind":"markdown","id":"p","content":"Done:\n- [x] a\nand more"}},"serverSeq":1}`)
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/responsePart","turnId":"t","part":{"kind":"markdown","id":"p","content":"Done:\n- [x] a\nand more"}},"serverSeq":1}`)
 		assert.Equal(t, "Done:\n- [x] a\nand more", got)
 	})
 	t.Run("a command's output is shown", func(t *testing.T) {
 		got := renderAll(t,
 			`{"channel":"ahp-terminal:/t1","action":{"type":"terminal/data","data":"\u001b[1mone\u001b[0m\r\ntwo\r\n"},"serverSeq":1}`,
 			`{"channel":"ahp-terminal:/t1","action":{"type":"terminal/exited","exitCode":0},"serverSeq":2}`,
-			`{"channel":"s","action":{"type":"session/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"echo","content":[{"type":"terminal","resource":"ahp-terminal:/t1","title":"Terminal t1"}]}},"serverSeq":3}`)
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"echo","content":[{"type":"terminal","resource":"ahp-terminal:/t1","title":"Terminal t1"}]}},"serverSeq":3}`)
 		assert.Equal(t, "  ✓ echo\n    one\n    two\n", got)
 		// A terminal the client could not follow is still named.
 		got = renderAll(t,
-			`{"channel":"s","action":{"type":"session/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"echo","content":[{"type":"terminal","resource":"ahp-terminal:/t2","title":"Terminal t2"}]}},"serverSeq":3}`)
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"echo","content":[{"type":"terminal","resource":"ahp-terminal:/t2","title":"Terminal t2"}]}},"serverSeq":3}`)
 		assert.Equal(t, "  ✓ echo\n    [terminal ahp-terminal:/t2]\n", got)
 	})
 }

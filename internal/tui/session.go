@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Exit codes of a prompt or a follow, as `ahp-bridge client` documents them.
 const (
 	ExitOK        = 0
 	ExitError     = 1 // connection or protocol error
-	ExitTurnError = 3 // the turn ended with session/error
+	ExitTurnError = 3 // the turn ended with chat/error
 	ExitCancelled = 4 // the turn was cancelled, or the queued prompt removed
 	ExitDenied    = 5 // the turn completed but a tool call was denied
 )
@@ -28,6 +28,11 @@ const (
 // cancelGrace is how long a prompt waits for the host to confirm a
 // cancellation after Ctrl-C before giving up.
 const cancelGrace = 10 * time.Second
+
+// callTimeout bounds the wait for the host's echo of one of the prompt's
+// actions (its turn, its queued message, taking it back, cancelling it),
+// so that a host that never echoes is an error rather than a hang.
+const callTimeout = 30 * time.Second
 
 // ErrInterrupted is the cause of a set-up cut short by Ctrl-C.
 var ErrInterrupted = errors.New("interrupted before the session was ready")
@@ -105,7 +110,8 @@ func Run(ctx context.Context, c *client.Client, opts Options, prompt string, sio
 	return code
 }
 
-// Session is one client's view of one AHP session. Open it, run Prompt and
+// Session is one client's view of one AHP session: its default chat's
+// turns, and the questions of the whole session. Open it, run Prompt and
 // Follow one after the other as often as needed, then Close it. It owns
 // the goroutine that reads the client's events and the one that reads
 // Stdin; Close stops them.
@@ -115,11 +121,15 @@ type Session struct {
 	io   IO
 	r    *renderer // nil with JSON
 
-	channel string
-	// state is the session as of the envelopes handled so far (the
-	// client's own copy may be ahead of them); seq is its serverSeq.
-	state *wire.SessionState
-	seq   int64
+	channel string // the session
+	chat    string // its default chat, where prompts go
+	// state and chatState are the session and its default chat as of the
+	// envelopes handled so far (the client's own copies may be ahead of
+	// them); seq and chatSeq are their serverSeqs.
+	state     *wire.SessionState
+	seq       int64
+	chatState *wire.ChatState
+	chatSeq   int64
 
 	events   chan client.Event
 	pumpErr  chan error
@@ -131,14 +141,17 @@ type Session struct {
 	turnID     string
 	queuedID   string
 	prompt     string
-	denied     bool   // a tool call of our turn was denied
-	cancelling bool   // Ctrl-C was pressed once
-	retracted  string // the queued message Ctrl-C took back
+	denied     bool // a tool call of our turn was denied
+	cancelling bool // Ctrl-C was pressed once
 
 	follow, untilIdle bool
 
-	asks     []asker // open permission requests and questions, oldest first
-	shown    asker   // the one whose question is on screen
+	asks  []asker // open permission requests and questions, oldest first
+	shown asker   // the one whose question is on screen
+	// asked holds the inputNeeded entries handled here (asked, answered
+	// or left to another client) until the host removes them, so that an
+	// update of an entry is not asked twice.
+	asked    map[string]bool
 	lines    <-chan string
 	stdinEOF bool // stdin ended: nothing more can be asked here
 	stopIn   chan struct{}
@@ -152,7 +165,7 @@ func Open(ctx context.Context, c *client.Client, opts Options, sio IO) (*Session
 	if sio.Name == "" {
 		sio.Name = "ahp-bridge client"
 	}
-	s := &Session{c: c, opts: opts, io: sio, terms: map[string]bool{}, stopIn: make(chan struct{})}
+	s := &Session{c: c, opts: opts, io: sio, terms: map[string]bool{}, asked: map[string]bool{}, stopIn: make(chan struct{})}
 	if !opts.JSON {
 		s.r = newRenderer(sio.Stdout, sio.Color, c.ClientID())
 	}
@@ -177,7 +190,7 @@ func Open(ctx context.Context, c *client.Client, opts Options, sio IO) (*Session
 	go s.pump(pumpCtx)
 
 	if s.opts.Session != "" && s.r != nil {
-		s.r.joined(s.state)
+		s.r.joined(s.chatState)
 	}
 	// Questions that were already open when we joined get no envelope of
 	// their own: ask them now.
@@ -229,18 +242,18 @@ func (s *Session) report(err error) {
 	fmt.Fprintf(s.io.Stderr, "%s: %v\n", s.io.Name, err)
 }
 
-// Prompt sends text as one turn and shows it until it ends; the result is
-// the exit code. When another turn is running, text is queued (AHP
-// session/pendingMessageSet, kind queued) and the host starts it once the
-// running turn and the messages queued before it are done; the turn
-// running meanwhile is shown and its questions are asked too.
+// Prompt sends text as one turn of the default chat and shows it until it
+// ends; the result is the exit code. When another turn is running, text is
+// queued (AHP chat/pendingMessageSet, kind queued) and the host starts it
+// once the running turn and the messages queued before it are done; the
+// turn running meanwhile is shown and its questions are asked too.
 func (s *Session) Prompt(ctx context.Context, text string) (int, error) {
-	s.prompt, s.turnID, s.queuedID, s.retracted = text, "", "", ""
+	s.prompt, s.turnID, s.queuedID = text, "", ""
 	s.denied, s.cancelling, s.follow, s.untilIdle = false, false, false, false
 	// The client's state may be ahead of the envelopes handled so far:
 	// it is the better guess of whether a turn can start now.
-	busy := s.state.ActiveTurn != nil
-	if st, err := s.c.Session(s.channel); err == nil {
+	busy := s.chatState.ActiveTurn != nil
+	if st, err := s.c.Chat(s.chat); err == nil {
 		busy = st.ActiveTurn != nil || len(st.QueuedMessages) > 0
 	}
 	var err error
@@ -267,18 +280,26 @@ func (s *Session) Follow(ctx context.Context, untilIdle bool) (int, error) {
 	return s.loop(ctx)
 }
 
-// idle reports whether no turn is running and none is queued.
+// idle reports whether the default chat runs no turn and has none queued.
 func (s *Session) idle() bool {
-	return s.state.ActiveTurn == nil && len(s.state.QueuedMessages) == 0
+	return s.chatState.ActiveTurn == nil && len(s.chatState.QueuedMessages) == 0
 }
 
+// startTurn starts the prompt's turn. The client fills in the model the
+// chat's draft names, as any composer of the chat would. When another
+// client started a turn just before ours, the prompt is queued instead.
 func (s *Session) startTurn(ctx context.Context) error {
 	s.turnID = client.NewUUID()
-	return s.dispatch(ctx, &wire.SessionTurnStartedAction{
-		Type:    wire.ActionTypeSessionTurnStarted,
-		TurnID:  s.turnID,
-		Message: userMessage(s.prompt),
-	})
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.c.StartTurn(ctx, s.chat, s.turnID, client.UserMessage(s.prompt))
+	if reason, ok := rejection(err); ok {
+		if st, err := s.c.Chat(s.chat); err == nil && st.ActiveTurn != nil {
+			return s.queue(ctx)
+		}
+		return fmt.Errorf("the server refused the prompt: %s", reason)
+	}
+	return err
 }
 
 // queue sends the prompt as a queued message and says so.
@@ -289,16 +310,40 @@ func (s *Session) queue(ctx context.Context) error {
 		s.r.ownQueued[s.queuedID] = true
 	}
 	fmt.Fprintf(s.io.Stderr, "%s: the session is busy; your message is queued and starts when the turns before it end (Ctrl-C takes it back)\n", s.io.Name)
-	return s.dispatch(ctx, &wire.SessionPendingMessageSetAction{
-		Type:    wire.ActionTypeSessionPendingMessageSet,
-		Kind:    wire.PendingMessageKindQueued,
-		ID:      s.queuedID,
-		Message: userMessage(s.prompt),
-	})
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.c.SetPendingMessage(ctx, s.chat, wire.PendingMessageKindQueued, s.queuedID, client.UserMessage(s.prompt))
+	if reason, ok := rejection(err); ok {
+		return fmt.Errorf("the server refused to queue the prompt: %s", reason)
+	}
+	return err
 }
 
-func userMessage(text string) wire.Message {
-	return wire.Message{Text: text, Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
+// retract takes the queued prompt back. The host refuses when it has just
+// started the prompt's turn; that turn is then cancelled when it shows.
+func (s *Session) retract(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.c.Confirm(ctx, s.chat, wire.Action(&wire.ChatPendingMessageRemovedAction{
+		Kind: wire.PendingMessageKindQueued, ID: s.queuedID,
+	}))
+	if _, ok := rejection(err); ok {
+		return nil
+	}
+	return err
+}
+
+// rejection reports whether err is the host refusing one of our actions,
+// and why.
+func rejection(err error) (reason string, ok bool) {
+	var rej *client.RejectedError
+	if !errors.As(err, &rej) {
+		return "", false
+	}
+	if rej.Envelope != nil && rej.Envelope.RejectionReason != nil {
+		return *rej.Envelope.RejectionReason, true
+	}
+	return "no reason given", true
 }
 
 // loop handles events, typed answers and Ctrl-C until the prompt or the
@@ -346,10 +391,7 @@ func (s *Session) loop(ctx context.Context) (int, error) {
 			deadline = time.After(cancelGrace)
 			if s.turnID == "" {
 				s.note("taking back the queued message (Ctrl-C again to quit)…")
-				s.retracted = s.queuedID
-				if err := s.dispatch(ctx, &wire.SessionPendingMessageRemovedAction{
-					Type: wire.ActionTypeSessionPendingMessageRemoved, Kind: wire.PendingMessageKindQueued, ID: s.queuedID,
-				}); err != nil {
+				if err := s.retract(ctx); err != nil {
 					return ExitError, err
 				}
 				continue
@@ -364,8 +406,16 @@ func (s *Session) loop(ctx context.Context) (int, error) {
 	}
 }
 
+// cancelTurn cancels our turn. The host refuses when the turn has just
+// ended; its end is then on its way.
 func (s *Session) cancelTurn(ctx context.Context) error {
-	return s.dispatch(ctx, &wire.SessionTurnCancelledAction{Type: wire.ActionTypeSessionTurnCancelled, TurnID: s.turnID})
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := s.c.CancelTurn(ctx, s.chat, s.turnID)
+	if _, ok := rejection(err); ok {
+		return nil
+	}
+	return err
 }
 
 // setUp opens the session and waits until it is ready or failed. A Ctrl-C
@@ -396,7 +446,8 @@ func (s *Session) setUp(ctx context.Context) error {
 }
 
 // openSession creates the session (or checks the one to join), subscribes
-// to it and keeps its snapshot as the starting state.
+// to it and its default chat and keeps their snapshots as the starting
+// state.
 func (s *Session) openSession(ctx context.Context) error {
 	if s.opts.Session != "" {
 		s.channel = s.opts.Session
@@ -412,11 +463,29 @@ func (s *Session) openSession(ctx context.Context) error {
 	if snap == nil {
 		return fmt.Errorf("%s is not a session the server knows", s.channel)
 	}
-	st, err := decodeSnapshot[wire.SessionState](snap)
+	s.state = new(wire.SessionState)
+	if err := snap.State.As(s.state); err != nil {
+		return fmt.Errorf("reading the snapshot of %s: %w", s.channel, err)
+	}
+	s.seq = snap.FromSeq
+	if s.state.DefaultChat == nil {
+		return fmt.Errorf("%s has no default chat to send prompts to", s.channel)
+	}
+	s.chat = *s.state.DefaultChat
+	// Subscribe already follows the default chat, but does not say as of
+	// which serverSeq; subscribing again does, and changes nothing else.
+	chatSnap, err := s.c.Subscribe(ctx, s.chat)
 	if err != nil {
 		return err
 	}
-	s.state, s.seq = st, snap.FromSeq
+	if chatSnap == nil {
+		return fmt.Errorf("%s is not a chat the server knows", s.chat)
+	}
+	s.chatState = new(wire.ChatState)
+	if err := chatSnap.State.As(s.chatState); err != nil {
+		return fmt.Errorf("reading the snapshot of %s: %w", s.chat, err)
+	}
+	s.chatSeq = chatSnap.FromSeq
 	return nil
 }
 
@@ -445,23 +514,10 @@ func (s *Session) createSession(ctx context.Context) error {
 	}
 	s.channel = client.NewSessionURI()
 	return s.c.CreateSession(ctx, wire.CreateSessionParams{
-		Channel:          s.channel,
-		Provider:         &provider,
-		WorkingDirectory: wire.Ptr(fileURI(dir)),
+		Channel:            s.channel,
+		Provider:           &provider,
+		WorkingDirectories: []string{fileURI(dir)},
 	})
-}
-
-// decodeSnapshot reads a snapshot's state as T.
-func decodeSnapshot[T any](snap *wire.Snapshot) (*T, error) {
-	raw, err := json.Marshal(snap.State)
-	if err != nil {
-		return nil, fmt.Errorf("re-encoding the snapshot of %s: %w", snap.Resource, err)
-	}
-	var st T
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decoding the snapshot of %s: %w", snap.Resource, err)
-	}
-	return &st, nil
 }
 
 // fileURI turns an absolute path into a file: URI.
@@ -485,82 +541,96 @@ func (s *Session) handle(ctx context.Context, ev client.Event) (code int, done b
 	if env == nil {
 		return 0, false, nil
 	}
-	if env.Channel != s.channel {
+	if env.RejectionReason != nil {
+		s.rejected(env) // ours, whichever chat it went to
+		return 0, false, nil
+	}
+	switch env.Channel {
+	case s.chat:
+		code, done, err = s.chatEnvelope(ctx, env)
+	case s.channel:
+		code, done, err = s.sessionEnvelope(ctx, env)
+	default:
 		if s.terms[env.Channel] && s.r != nil {
 			s.r.envelope(env)
 		}
 		return 0, false, nil
 	}
-	if env.RejectionReason == nil {
-		if env.ServerSeq <= s.seq {
-			return 0, false, nil // already part of the snapshot
-		}
-		reducer.Session(s.state, env.Action, reducer.SystemClock)
-		s.seq = env.ServerSeq
-	}
-	if env.RejectionReason != nil {
-		return s.rejected(ctx, env)
-	}
-	s.watchTerminals(ctx, env)
-	if s.r != nil {
-		s.r.envelope(env)
-	}
-	code, done, err = s.apply(ctx, env)
 	if !done && err == nil && s.follow && s.untilIdle && s.idle() && !consumesQueued(env) {
 		return ExitOK, true, nil
 	}
 	return code, done, err
 }
 
-// consumesQueued reports whether env is the host taking a queued message
-// to start a turn with it: the turnStarted follows at once, so the
-// session is not idle in between.
-func consumesQueued(env *wire.ActionEnvelope) bool {
-	a, ok := env.Action.Value.(*wire.SessionPendingMessageRemovedAction)
-	return ok && env.Origin == nil && a.Kind == wire.PendingMessageKindQueued
-}
-
-// rejected handles the echo of one of our actions the host refused.
-func (s *Session) rejected(ctx context.Context, env *wire.ActionEnvelope) (int, bool, error) {
-	reason := *env.RejectionReason
-	switch a := env.Action.Value.(type) {
-	case *wire.SessionTurnStartedAction:
-		if a.TurnID != s.turnID || s.turnID == "" {
-			break
-		}
-		if s.state.ActiveTurn != nil {
-			// Another client started a turn just before ours.
-			return 0, false, s.queue(ctx)
-		}
-		return ExitError, true, fmt.Errorf("the server refused the prompt: %s", reason)
-	case *wire.SessionPendingMessageSetAction:
-		if a.ID == s.queuedID && s.queuedID != "" {
-			return ExitError, true, fmt.Errorf("the server refused to queue the prompt: %s", reason)
-		}
-	case *wire.SessionPendingMessageRemovedAction:
-		if a.ID == s.retracted {
-			return 0, false, nil // too late to take it back: the turn has started and is being cancelled
-		}
+// chatEnvelope handles an envelope of the default chat: it is shown, and
+// may end our turn.
+func (s *Session) chatEnvelope(ctx context.Context, env *wire.ActionEnvelope) (int, bool, error) {
+	if env.ServerSeq <= s.chatSeq {
+		return 0, false, nil // already part of the snapshot
 	}
+	reducer.Chat(s.chatState, env.Action, reducer.SystemClock)
+	s.chatSeq = env.ServerSeq
+	s.watchTerminals(ctx, env)
 	if s.r != nil {
 		s.r.envelope(env)
+	}
+	return s.apply(ctx, env)
+}
+
+// sessionEnvelope handles an envelope of the session channel: its
+// inputNeeded says which questions to ask and which are settled.
+func (s *Session) sessionEnvelope(ctx context.Context, env *wire.ActionEnvelope) (int, bool, error) {
+	if env.ServerSeq <= s.seq {
+		return 0, false, nil // already part of the snapshot
+	}
+	reducer.Session(s.state, env.Action, reducer.SystemClock)
+	s.seq = env.ServerSeq
+	switch a := env.Action.Value.(type) {
+	case *wire.SessionInputNeededSetAction:
+		return 0, false, s.ask(ctx, askerFor(a.Request))
+	case *wire.SessionInputNeededRemovedAction:
+		delete(s.asked, a.ID)
+		s.resolved(a.ID)
 	}
 	return 0, false, nil
 }
 
-// apply acts on an accepted action of the session: asks its questions and
-// notices the end of our turn.
+// consumesQueued reports whether env is the host taking a queued message
+// to start a turn with it: the turnStarted follows at once, so the
+// chat is not idle in between.
+func consumesQueued(env *wire.ActionEnvelope) bool {
+	a, ok := env.Action.Value.(*wire.ChatPendingMessageRemovedAction)
+	return ok && env.Origin == nil && a.Kind == wire.PendingMessageKindQueued
+}
+
+// rejected shows the echo of one of our actions the host refused (the
+// host echoes a refusal to its sender only). Refusals of the prompt's
+// own actions — its turn, its queued message, taking it back, cancelling
+// it — are handled where they are sent.
+func (s *Session) rejected(env *wire.ActionEnvelope) {
+	switch env.Action.Value.(type) {
+	case *wire.ChatTurnStartedAction, *wire.ChatPendingMessageSetAction,
+		*wire.ChatPendingMessageRemovedAction, *wire.ChatTurnCancelledAction:
+		return
+	}
+	if s.r != nil {
+		s.r.envelope(env)
+	}
+}
+
+// apply acts on an accepted action of the default chat: follows our
+// queued message into its turn and notices the end of our turn.
 func (s *Session) apply(ctx context.Context, env *wire.ActionEnvelope) (int, bool, error) {
 	ours := func(turnID string) bool { return s.turnID != "" && turnID == s.turnID }
 	switch a := env.Action.Value.(type) {
-	case *wire.SessionTurnStartedAction:
+	case *wire.ChatTurnStartedAction:
 		if s.queuedID != "" && a.QueuedMessageID != nil && *a.QueuedMessageID == s.queuedID {
 			s.turnID, s.queuedID = a.TurnID, ""
 			if s.cancelling {
 				return 0, false, s.cancelTurn(ctx)
 			}
 		}
-	case *wire.SessionPendingMessageRemovedAction:
+	case *wire.ChatPendingMessageRemovedAction:
 		if s.queuedID == "" || a.ID != s.queuedID || env.Origin == nil {
 			break // the host consumes it: our turn starts next
 		}
@@ -568,45 +638,29 @@ func (s *Session) apply(ctx context.Context, env *wire.ActionEnvelope) (int, boo
 			return ExitCancelled, true, nil
 		}
 		return ExitCancelled, true, fmt.Errorf("client %s removed the queued message", env.Origin.ClientID)
-	case *wire.SessionToolCallReadyAction:
-		if a.Confirmed == nil {
-			return 0, false, s.ask(ctx, newApprovalAsker(a, s.toolName(a.ToolCallID)))
-		}
-	case *wire.SessionToolCallApprovedAction:
-		s.resolved(a.ToolCallID)
-	case *wire.SessionToolCallDeniedAction:
+	case *wire.ChatToolCallDeniedAction:
 		if ours(a.TurnID) {
 			s.denied = true
 		}
-		s.resolved(a.ToolCallID)
-	case *wire.SessionToolCallCompleteAction:
-		if a.RequiresResultConfirmation != nil && *a.RequiresResultConfirmation {
-			return 0, false, s.ask(ctx, &resultAsker{turnID: a.TurnID, toolCallID: a.ToolCallID, name: s.toolName(a.ToolCallID)})
-		}
-	case *wire.SessionToolCallResultConfirmedAction:
+	case *wire.ChatToolCallResultConfirmedAction:
 		if ours(a.TurnID) && !a.Approved {
 			s.denied = true
 		}
-		s.resolved(a.ToolCallID)
-	case *wire.SessionInputRequestedAction:
-		return 0, false, s.ask(ctx, newInputAsker(&a.Request))
-	case *wire.SessionInputCompletedAction:
-		s.resolved(a.RequestID)
-	case *wire.SessionTurnCompleteAction:
+	case *wire.ChatTurnCompleteAction:
 		if ours(a.TurnID) && !s.follow {
 			if s.denied {
 				return ExitDenied, true, nil
 			}
 			return ExitOK, true, nil
 		}
-	case *wire.SessionErrorAction:
+	case *wire.ChatErrorAction:
 		if ours(a.TurnID) && !s.follow {
 			if s.r == nil { // JSON: the error is in the NDJSON; say it on stderr too
 				fmt.Fprintf(s.io.Stderr, "%s: turn failed: %s\n", s.io.Name, errorText(&a.Error))
 			}
 			return ExitTurnError, true, nil
 		}
-	case *wire.SessionTurnCancelledAction:
+	case *wire.ChatTurnCancelledAction:
 		if ours(a.TurnID) && !s.follow {
 			return ExitCancelled, true, nil
 		}
@@ -631,7 +685,8 @@ func (s *Session) watchTerminals(ctx context.Context, env *wire.ActionEnvelope) 
 		if err != nil || snap == nil {
 			continue // the output is not available; the renderer names the terminal instead
 		}
-		if st, err := decodeSnapshot[wire.TerminalState](snap); err == nil {
+		st := new(wire.TerminalState)
+		if err := snap.State.As(st); err == nil {
 			s.r.terminalSnapshot(uri, st, snap.FromSeq)
 		}
 	}
@@ -641,7 +696,7 @@ func (s *Session) toolName(id string) string {
 	if s.r != nil {
 		return s.r.toolName(id)
 	}
-	if n := toolDisplayName(s.state, id); n != "" {
+	if n := toolDisplayName(s.chatState, id); n != "" {
 		return n
 	}
 	return id
@@ -670,7 +725,11 @@ func writeNDJSON(w io.Writer, ev client.Event) error {
 	return nil
 }
 
-func (s *Session) dispatch(ctx context.Context, act any) error {
-	_, err := s.c.DispatchAction(ctx, s.channel, wire.StateAction{Value: act})
+// reply sends the answer to a question to the chat it belongs to, which
+// need not be one this client watches. It does not wait for the echo: the
+// answer's effects, or the host's refusal (another client answered first,
+// the turn ended), arrive as events like any other.
+func (s *Session) reply(ctx context.Context, a asker, act any) error {
+	_, err := s.c.DispatchAction(ctx, a.chat(), wire.StateAction{Value: act})
 	return err
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 func TestRunAgainstFakeHost(t *testing.T) {
@@ -74,7 +74,10 @@ func TestRunJSON(t *testing.T) {
 	h := newFakeHost(t, fakehost.Options{})
 	r := runOn(t, h, Options{JSON: true, ApproveAll: true}, "tool")
 	require.Equal(t, ExitOK, r.code, r.stderr)
-	var types []string
+	var (
+		types []string
+		asked bool
+	)
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	for sc.Scan() {
 		var m struct {
@@ -87,13 +90,18 @@ func TestRunJSON(t *testing.T) {
 		}
 		var env wire.ActionEnvelope
 		require.NoError(t, json.Unmarshal(m.Params, &env))
-		types = append(types, env.Action.Type())
+		if strings.HasPrefix(env.Channel, "ahp-chat:") {
+			types = append(types, env.Action.Type())
+		} else if env.Action.Type() == "session/inputNeededSet" {
+			asked = true
+		}
 	}
 	assert.Equal(t, []string{
-		"session/turnStarted", "session/responsePart", "session/reasoning", "session/toolCallStart",
-		"session/toolCallReady", "session/toolCallConfirmed", "session/toolCallComplete",
-		"session/responsePart", "session/turnComplete",
-	}, types)
+		"chat/turnStarted", "chat/responsePart", "chat/reasoning", "chat/toolCallStart",
+		"chat/toolCallReady", "chat/toolCallConfirmed", "chat/toolCallComplete",
+		"chat/responsePart", "chat/turnComplete",
+	}, types, "the default chat's turn")
+	assert.True(t, asked, "the session's inputNeeded, where the confirmation was asked, is in the output too")
 	assert.NotContains(t, r.stdout, "⚙", "JSON prints nothing but JSON")
 }
 
@@ -181,7 +189,7 @@ func sessionOf(t *testing.T, c *client.Client) string {
 	t.Helper()
 	var uri string
 	eventually(t, func() bool {
-		sessions, err := c.ListSessions(t.Context())
+		sessions, err := c.ListSessions(waitCtx(t))
 		require.NoError(t, err)
 		if len(sessions) == 1 {
 			uri = sessions[0].Resource
@@ -202,14 +210,11 @@ func TestWaitsForAnotherClientAndSaysSo(t *testing.T) {
 	})
 	uri := sessionOf(t, other)
 	quiet(t, h, uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
-	_, err := other.Subscribe(t.Context(), uri)
+	_, err := other.Subscribe(waitCtx(t), uri)
 	require.NoError(t, err)
-	st, err := other.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
-	require.NoError(t, err)
+	pending := waitConfirmation(t, other, uri)
 	eventually(t, func() bool { return strings.Contains(errOut.String(), "--approve-all") }, "no hint on stderr")
-	_, err = other.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
-		TurnID: st.ActiveTurn.ID, ToolCallID: "tc-1", Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-	}))
+	_, err = other.ApproveToolCall(waitCtx(t), pending.Chat, pending.TurnID, pending.ToolCallID, "")
 	require.NoError(t, err)
 	assert.Equal(t, ExitOK, waitCode(t, done))
 	assertInOrder(t, out.String(), []string{
@@ -225,20 +230,14 @@ func TestWaitsForAnotherClientAndSaysSo(t *testing.T) {
 func TestWaitHintSaidOnce(t *testing.T) {
 	h := newFakeHost(t, fakehost.Options{})
 	creator, c := dialFake(t, h), dialFake(t, h)
-	uri := client.NewSessionURI()
-	require.NoError(t, creator.CreateSession(t.Context(), wire.CreateSessionParams{Channel: uri}))
-	_, err := creator.Subscribe(t.Context(), uri)
-	require.NoError(t, err)
+	uri := createSession(t, creator)
 	interrupts := make(chan struct{}, 1)
 	out, errOut, done := startFollow(t, c, Options{Session: uri}, IO{Interrupts: interrupts, WaitHint: "the hint"})
 	for range 2 {
 		turn := startTurn(t, creator, uri, "tool")
-		st, err := creator.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
-		require.NoError(t, err)
+		pending := waitConfirmation(t, creator, uri)
 		eventually(t, func() bool { return strings.Count(out.String(), "waiting for another client") == 1 }, "the follower did not see the question")
-		_, err = creator.Confirm(t.Context(), uri, wire.Action(&wire.SessionToolCallApprovedAction{
-			TurnID: st.ActiveTurn.ID, ToolCallID: "tc-1", Approved: true, Confirmed: wire.ToolCallConfirmationReasonUserAction,
-		}))
+		_, err := creator.ApproveToolCall(waitCtx(t), pending.Chat, pending.TurnID, pending.ToolCallID, "")
 		require.NoError(t, err)
 		waitTurnEnd(t, creator, uri, turn)
 		eventually(t, func() bool { return strings.Contains(out.String(), "The README has a title.") }, "the follower did not see the answer")
@@ -278,34 +277,54 @@ func startFollow(t *testing.T, c *client.Client, opts Options, sio IO) (out, err
 	return out, errOut, ch
 }
 
+// startTurn starts a turn on the session's default chat.
 func startTurn(t *testing.T, c *client.Client, uri, text string) string {
 	t.Helper()
 	id := client.NewUUID()
-	_, err := c.Confirm(t.Context(), uri, wire.Action(&wire.SessionTurnStartedAction{TurnID: id, Message: userMessage(text)}))
+	_, err := c.StartTurn(waitCtx(t), uri, id, client.UserMessage(text))
 	require.NoError(t, err)
 	return id
 }
 
-func waitTurnEnd(t *testing.T, c *client.Client, uri, turnID string) {
+func waitTurnEnd(t *testing.T, c *client.Client, uri, turnID string) *wire.Turn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	_, err := c.WaitFor(ctx, uri, func(s *wire.SessionState) bool {
-		for _, tr := range s.Turns {
-			if tr.ID == turnID {
-				return true
-			}
-		}
-		return false
-	})
+	turn, err := c.WaitForTurn(waitCtx(t), uri, turnID)
 	require.NoError(t, err, "turn %s did not end", turnID)
+	return turn
+}
+
+// waitConfirmation waits until the session waits for exactly one tool
+// call to be confirmed, and returns it.
+func waitConfirmation(t *testing.T, c *client.Client, uri string) client.Confirmation {
+	t.Helper()
+	st, err := c.WaitFor(waitCtx(t), uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
+	require.NoError(t, err, "no confirmation is pending")
+	return client.PendingConfirmations(st)[0]
+}
+
+// createSession creates a session on the fake host (with the default
+// agent) and subscribes c to it and its default chat.
+func createSession(t *testing.T, c *client.Client) string {
+	t.Helper()
+	uri := client.NewSessionURI()
+	require.NoError(t, c.CreateSession(waitCtx(t), wire.CreateSessionParams{Channel: uri}))
+	_, err := c.Subscribe(waitCtx(t), uri)
+	require.NoError(t, err)
+	return uri
+}
+
+// waitCtx is the context of one wait: t's, with a deadline of its own.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func TestRunJoinSession(t *testing.T) {
 	h := newFakeHost(t, fakehost.Options{})
 	creator := dialFake(t, h)
 	uri := client.NewSessionURI()
-	require.NoError(t, creator.CreateSession(t.Context(), wire.CreateSessionParams{Channel: uri}))
+	require.NoError(t, creator.CreateSession(waitCtx(t), wire.CreateSessionParams{Channel: uri}))
 	r := runOn(t, h, Options{Session: uri}, "joined")
 	assert.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Equal(t, "echo: joined\n", r.stdout)
@@ -321,16 +340,18 @@ func TestRunJoinSession(t *testing.T) {
 func TestPromptQueuedWhileBusy(t *testing.T) {
 	h := newFakeHost(t, fakehost.Options{})
 	creator, c := dialFake(t, h), dialFake(t, h)
-	uri := client.NewSessionURI()
-	require.NoError(t, creator.CreateSession(t.Context(), wire.CreateSessionParams{Channel: uri}))
-	_, err := creator.Subscribe(t.Context(), uri)
-	require.NoError(t, err)
+	uri := createSession(t, creator)
 	startTurn(t, creator, uri, "wait")
-	quiet(t, h, uri, func(s *wire.SessionState) bool { return s.ActiveTurn != nil && len(s.ActiveTurn.ResponseParts) == 1 })
+	chat, err := creator.DefaultChat(uri)
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		st, ok := h.Chat(chat)
+		return ok && st.ActiveTurn != nil && len(st.ActiveTurn.ResponseParts) == 1
+	}, "the turn did not start working")
 
 	interrupts := make(chan struct{}, 1)
 	out, errOut, done := startRun(t, c, Options{Session: uri}, "and then?", IO{Interrupts: interrupts, Name: "ahp-bridge client"})
-	st, err := creator.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(s.QueuedMessages) == 1 })
+	st, err := creator.WaitForChat(waitCtx(t), uri, func(s *wire.ChatState) bool { return len(s.QueuedMessages) == 1 })
 	require.NoError(t, err)
 	assert.Equal(t, "and then?", st.QueuedMessages[0].Message.Text)
 	assert.Contains(t, errOut.String(), "ahp-bridge client: the session is busy; your message is queued")
@@ -339,7 +360,7 @@ func TestPromptQueuedWhileBusy(t *testing.T) {
 	interrupts <- struct{}{}
 	assert.Equal(t, ExitCancelled, waitCode(t, done), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	assert.Contains(t, out.String(), "taking back the queued message")
-	_, err = creator.WaitFor(t.Context(), uri, func(s *wire.SessionState) bool { return len(s.QueuedMessages) == 0 })
+	_, err = creator.WaitForChat(waitCtx(t), uri, func(s *wire.ChatState) bool { return len(s.QueuedMessages) == 0 })
 	require.NoError(t, err)
 }
 
@@ -349,10 +370,7 @@ func TestPromptQueuedWhileBusy(t *testing.T) {
 func TestFollowAnswersConfirmations(t *testing.T) {
 	h := newFakeHost(t, fakehost.Options{})
 	creator, c := dialFake(t, h), dialFake(t, h)
-	uri := client.NewSessionURI()
-	require.NoError(t, creator.CreateSession(t.Context(), wire.CreateSessionParams{Channel: uri}))
-	_, err := creator.Subscribe(t.Context(), uri)
-	require.NoError(t, err)
+	uri := createSession(t, creator)
 	first := startTurn(t, creator, uri, "tool")
 	quiet(t, h, uri, func(s *wire.SessionState) bool { return len(client.PendingConfirmations(s)) == 1 })
 
@@ -369,8 +387,9 @@ func TestFollowAnswersConfirmations(t *testing.T) {
 		"  ✓ approved (Allow once)\n", "The README has a title.\n",
 		"» tool again\n", "⚙ Read file: Read README.md\n", "  ✓ approved (Allow once)\n", "The README has a title.\n",
 	})
-	st, err := creator.Session(uri)
+	st, err := creator.Chat(uri)
 	require.NoError(t, err)
+	require.Len(t, st.Turns, 2)
 	for _, tr := range st.Turns {
 		assert.Equal(t, wire.TurnStateComplete, tr.State)
 	}
@@ -393,7 +412,7 @@ func TestRunInterruptedWhileCreating(t *testing.T) {
 	interrupts := make(chan struct{}, 1)
 	_, errOut, done := startRun(t, c, Options{Cwd: "."}, "hi", IO{Interrupts: interrupts})
 	eventually(t, func() bool {
-		sessions, err := c.ListSessions(t.Context())
+		sessions, err := c.ListSessions(waitCtx(t))
 		return err == nil && len(sessions) == 1
 	}, "no session was created")
 	interrupts <- struct{}{}
@@ -426,4 +445,87 @@ func TestRunConnectionLost(t *testing.T) {
 	h.DropConnections()
 	assert.Equal(t, ExitError, waitCode(t, done))
 	assert.Contains(t, errOut.String(), "connection lost during the turn")
+}
+
+// TestPromptTakesTheChatsModel: a prompt sent to a joined session goes
+// with the model the chat's draft names (chosen by another client, say an
+// editor), as any composer of that chat would send it.
+func TestPromptTakesTheChatsModel(t *testing.T) {
+	h := newFakeHost(t, fakehost.Options{})
+	creator := dialFake(t, h)
+	uri := createSession(t, creator)
+	_, err := creator.SelectModel(waitCtx(t), uri, &wire.ModelSelection{ID: "big-model"})
+	require.NoError(t, err)
+
+	r := runOn(t, h, Options{Session: uri}, "which model?")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	st, err := creator.WaitForChat(waitCtx(t), uri, func(s *wire.ChatState) bool { return len(s.Turns) == 1 })
+	require.NoError(t, err)
+	require.NotNil(t, st.Turns[0].Message.Model, "the turn names no model")
+	assert.Equal(t, "big-model", st.Turns[0].Message.Model.ID)
+}
+
+// TestQuestionAskedOncePerEntry: the host may update an entry of the
+// session's inputNeeded (upsert by id); the question is asked once, and
+// again only after the entry was removed and came back.
+func TestQuestionAskedOncePerEntry(t *testing.T) {
+	h := newFakeHost(t, fakehost.Options{})
+	creator, c := dialFake(t, h), dialFake(t, h)
+	uri := createSession(t, creator)
+	chat, err := creator.DefaultChat(uri)
+	require.NoError(t, err)
+	interrupts := make(chan struct{}, 1)
+	out, _, done := startFollow(t, c, Options{Session: uri}, IO{Interrupts: interrupts})
+
+	entry := func(id, message string) *wire.SessionInputNeededSetAction {
+		return &wire.SessionInputNeededSetAction{Request: wire.NewSessionInputRequest(&wire.SessionChatInputRequest{
+			ID: id, Chat: chat, Request: wire.ChatInputRequest{ID: "req-" + id, Message: wire.Ptr(message)},
+		})}
+	}
+	h.Emit(uri, entry("need-1", "Pick a colour"))
+	h.Emit(uri, entry("need-1", "Pick a colour"))
+	h.Emit(uri, entry("need-2", "Barrier one"))
+	eventually(t, func() bool { return strings.Contains(out.String(), "Barrier one") }, "the follower did not see the second entry")
+	assert.Equal(t, 1, strings.Count(out.String(), "Pick a colour"), "output:\n%s", out.String())
+
+	h.Emit(uri, &wire.SessionInputNeededRemovedAction{ID: "need-1"})
+	h.Emit(uri, entry("need-1", "Pick a colour"))
+	h.Emit(uri, entry("need-3", "Barrier two"))
+	eventually(t, func() bool { return strings.Contains(out.String(), "Barrier two") }, "the follower did not see the third entry")
+	assert.Equal(t, 2, strings.Count(out.String(), "Pick a colour"), "output:\n%s", out.String())
+	interrupts <- struct{}{}
+	assert.Equal(t, ExitOK, waitCode(t, done))
+}
+
+// TestFollowAnswersEveryChat: a follower answers the confirmations of the
+// whole session, also those of a chat other than the default one, which
+// it does not watch.
+func TestFollowAnswersEveryChat(t *testing.T) {
+	h := newFakeHost(t, fakehost.Options{})
+	creator, c := dialFake(t, h), dialFake(t, h)
+	uri := createSession(t, creator)
+	second := client.NewChatURI()
+	require.NoError(t, creator.CreateChat(waitCtx(t), wire.CreateChatParams{Channel: uri, Chat: second}))
+	_, err := creator.Subscribe(waitCtx(t), second)
+	require.NoError(t, err)
+
+	interrupts := make(chan struct{}, 1)
+	_, errOut, done := startFollow(t, c, Options{Session: uri, ApproveAll: true}, IO{Interrupts: interrupts})
+	turn := startTurn(t, creator, second, "tool")
+	ended := waitTurnEnd(t, creator, second, turn)
+	assert.Equal(t, wire.TurnStateComplete, ended.State)
+	assert.Contains(t, turnText(ended), "The README has a title.", "the tool call was not approved")
+	interrupts <- struct{}{}
+	assert.Equal(t, ExitOK, waitCode(t, done), "stderr:\n%s", errOut.String())
+}
+
+// turnText is the markdown a turn answered, its parts joined.
+func turnText(turn *wire.Turn) string {
+	var b strings.Builder
+	for _, p := range turn.ResponseParts {
+		if md, ok := p.Value.(*wire.MarkdownResponsePart); ok {
+			b.WriteString(md.Content)
+		}
+	}
+	return b.String()
 }

@@ -1,9 +1,10 @@
 package tui
 
-// What to show of AHP 0.3.0 actions and state. This file (with the
-// answers built in ask.go) is where the client reads protocol shapes; a
-// port to another dialect replaces these functions and keeps the layout
-// in render.go.
+// What to show of AHP 0.7.0 actions and state: the default chat's turns
+// (chat/* actions) and the questions of the session (its inputNeeded).
+// This file (with the answers built in ask.go) is where the client reads
+// protocol shapes; a port to another dialect replaces these functions and
+// keeps the layout in render.go.
 
 import (
 	"fmt"
@@ -11,15 +12,17 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // terminalPrefix starts the URI of a terminal channel.
 const terminalPrefix = "ahp-terminal:"
 
-// envelope renders one action envelope of the session or of a terminal it
-// uses.
+// envelope renders one action envelope of the session's default chat or
+// of a terminal it uses. What the session channel carries (the chat
+// catalogue, inputNeeded, active clients) is not shown: its questions are
+// asked instead, and the chat says the rest.
 func (r *renderer) envelope(env *wire.ActionEnvelope) {
 	if strings.HasPrefix(env.Channel, terminalPrefix) {
 		r.terminalAction(env)
@@ -30,7 +33,7 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 		return
 	}
 	switch a := env.Action.Value.(type) {
-	case *wire.SessionTurnStartedAction:
+	case *wire.ChatTurnStartedAction:
 		own := env.Origin != nil && env.Origin.ClientID == r.clientID
 		if a.QueuedMessageID != nil && r.ownQueued[*a.QueuedMessageID] {
 			own = true
@@ -38,19 +41,19 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 		if !own {
 			r.userMessage(a.Message.Text)
 		}
-	case *wire.SessionPendingMessageSetAction:
+	case *wire.ChatPendingMessageSetAction:
 		if a.Kind == wire.PendingMessageKindQueued && !r.ownQueued[a.ID] {
 			r.line("+ queued%s: %s", r.bySuffix(env), oneLine(a.Message.Text))
 		}
-	case *wire.SessionResponsePartAction:
+	case *wire.ChatResponsePartAction:
 		r.responsePart(a.Part)
-	case *wire.SessionDeltaAction:
+	case *wire.ChatDeltaAction:
 		r.streamText(a.PartID, r.kindOf(a.PartID, partText), a.Content)
-	case *wire.SessionReasoningAction:
+	case *wire.ChatReasoningAction:
 		r.streamText(a.PartID, r.kindOf(a.PartID, partReasoning), a.Content)
-	case *wire.SessionToolCallStartAction:
+	case *wire.ChatToolCallStartAction:
 		r.tools[a.ToolCallID] = a.DisplayName
-	case *wire.SessionToolCallReadyAction:
+	case *wire.ChatToolCallReadyAction:
 		labels := map[string]string{}
 		for _, o := range a.Options {
 			labels[o.ID] = o.Label
@@ -64,34 +67,34 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 			}
 			r.line("  ? %s", title)
 		}
-	case *wire.SessionToolCallApprovedAction:
+	case *wire.ChatToolCallApprovedAction:
 		r.line("  ✓ approved%s%s", r.optionSuffix(a.ToolCallID, a.SelectedOptionID), r.bySuffix(env))
-	case *wire.SessionToolCallDeniedAction:
+	case *wire.ChatToolCallDeniedAction:
 		r.line("  ✗ %s%s%s", a.Reason, r.optionSuffix(a.ToolCallID, a.SelectedOptionID), r.bySuffix(env))
-	case *wire.SessionToolCallCompleteAction:
+	case *wire.ChatToolCallCompleteAction:
 		r.toolResult(r.resultView(a.ToolCallID, &a.Result))
-	case *wire.SessionToolCallResultConfirmedAction:
+	case *wire.ChatToolCallResultConfirmedAction:
 		if a.Approved {
 			r.line("  ✓ result accepted")
 		} else {
 			r.line("  ✗ result rejected")
 		}
-	case *wire.SessionErrorAction:
+	case *wire.ChatErrorAction:
 		r.line("✗ error: %s", errorText(&a.Error))
-	case *wire.SessionTurnCancelledAction:
+	case *wire.ChatTurnCancelledAction:
 		r.line("[turn cancelled]")
-	case *wire.SessionTurnCompleteAction:
+	case *wire.ChatTurnCompleteAction:
 		r.endLine()
-	case *wire.SessionInputRequestedAction:
+	case *wire.ChatInputRequestedAction:
 		if a.Request.Message != nil {
 			r.line("? %s", *a.Request.Message)
 		}
 		if a.Request.URL != nil {
 			r.line("  %s", *a.Request.URL)
 		}
-	case *wire.SessionInputCompletedAction:
+	case *wire.ChatInputCompletedAction:
 		r.line("  ✓ input %s%s", a.Response, r.bySuffix(env))
-	case *wire.SessionActivityChangedAction:
+	case *wire.ChatActivityChangedAction:
 		// What the agent is doing now, e.g. the plan step in progress.
 		if a.Activity != nil && *a.Activity != "" {
 			r.line("… %s", oneLine(*a.Activity))
@@ -102,13 +105,14 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 // joined shows the turn running when the session was joined: its prompt
 // and the tool calls waiting for an answer, and learns the names and
 // options later actions refer to.
-func (r *renderer) joined(st *wire.SessionState) {
-	if st.ActiveTurn == nil {
+func (r *renderer) joined(chat *wire.ChatState) {
+	if chat == nil || chat.ActiveTurn == nil {
 		return
 	}
-	r.userMessage(st.ActiveTurn.Message.Text)
+	turn := chat.ActiveTurn
+	r.userMessage(turn.Message.Text)
 	r.line("… (joined while this turn runs)")
-	for _, p := range st.ActiveTurn.ResponseParts {
+	for _, p := range turn.ResponseParts {
 		tc, ok := p.Value.(*wire.ToolCallResponsePart)
 		if !ok {
 			continue
@@ -116,8 +120,8 @@ func (r *renderer) joined(st *wire.SessionState) {
 		id, _ := reducer.ToolCallID(tc.ToolCall)
 		r.tools[id] = reducer.ToolCallDisplayName(tc.ToolCall)
 		if x, ok := tc.ToolCall.Value.(*wire.ToolCallPendingConfirmationState); ok {
-			r.envelope(&wire.ActionEnvelope{Action: wire.Action(&wire.SessionToolCallReadyAction{
-				TurnID: st.ActiveTurn.ID, ToolCallID: id, InvocationMessage: x.InvocationMessage,
+			r.envelope(&wire.ActionEnvelope{Channel: chat.Resource, Action: wire.Action(&wire.ChatToolCallReadyAction{
+				TurnID: turn.ID, ToolCallID: id, InvocationMessage: x.InvocationMessage,
 				ConfirmationTitle: x.ConfirmationTitle, Options: x.Options,
 			})})
 		}
@@ -254,9 +258,9 @@ func (r *renderer) terminalAction(env *wire.ActionEnvelope) {
 func terminalsOf(a wire.StateAction) []string {
 	var content []wire.ToolResultContent
 	switch x := a.Value.(type) {
-	case *wire.SessionToolCallContentChangedAction:
+	case *wire.ChatToolCallContentChangedAction:
 		content = x.Content
-	case *wire.SessionToolCallCompleteAction:
+	case *wire.ChatToolCallCompleteAction:
 		content = x.Result.Content
 	}
 	var out []string
@@ -323,7 +327,7 @@ func fileEditLine(e *wire.ToolResultFileEditContent) string {
 	return s
 }
 
-func deref(p *int) int {
+func deref(p *int64) int64 {
 	if p == nil {
 		return 0
 	}
@@ -417,42 +421,50 @@ func plainMarkdown(s string) string {
 // underscoreEmphasis matches "_(high priority)_" and the like.
 var underscoreEmphasis = regexp.MustCompile(`(^|\s)_([^_]+)_($|\s)`)
 
-// pendingAsks are the questions open in a session's state: what a client
-// that joins late must still be able to answer.
+// askerFor is the question an entry of a session's inputNeeded asks, nil
+// for the kinds this client does not answer (client tool executions,
+// authentication).
+func askerFor(req wire.SessionInputRequest) asker {
+	switch r := req.Value.(type) {
+	case *wire.SessionToolConfirmationRequest:
+		n := need{id: r.ID, chatURI: r.Chat}
+		switch tc := r.ToolCall.Value.(type) {
+		case *wire.ToolCallPendingConfirmationState:
+			return newApprovalAsker(n, r.TurnID, tc)
+		case *wire.ToolCallPendingResultConfirmationState:
+			name := tc.DisplayName
+			if name == "" {
+				name = tc.ToolCallID
+			}
+			return &resultAsker{need: n, turnID: r.TurnID, toolCallID: tc.ToolCallID, name: name}
+		}
+	case *wire.SessionChatInputRequest:
+		req := r.Request // the asker keeps it; the state it came from changes
+		return newInputAsker(need{id: r.ID, chatURI: r.Chat}, &req)
+	}
+	return nil
+}
+
+// pendingAsks are the questions open in a session's state, in its
+// inputNeeded order: what a client that joins late must still be able to
+// answer.
 func pendingAsks(st *wire.SessionState) []asker {
 	var out []asker
-	if st.ActiveTurn != nil {
-		for _, p := range st.ActiveTurn.ResponseParts {
-			tc, ok := p.Value.(*wire.ToolCallResponsePart)
-			if !ok {
-				continue
-			}
-			switch x := tc.ToolCall.Value.(type) {
-			case *wire.ToolCallPendingConfirmationState:
-				out = append(out, newApprovalAsker(&wire.SessionToolCallReadyAction{
-					TurnID:            st.ActiveTurn.ID,
-					ToolCallID:        x.ToolCallID,
-					InvocationMessage: x.InvocationMessage,
-					ConfirmationTitle: x.ConfirmationTitle,
-					Options:           x.Options,
-				}, x.DisplayName))
-			case *wire.ToolCallPendingResultConfirmationState:
-				out = append(out, &resultAsker{turnID: st.ActiveTurn.ID, toolCallID: x.ToolCallID, name: x.DisplayName})
-			}
+	for _, req := range st.InputNeeded {
+		if a := askerFor(req); a != nil {
+			out = append(out, a)
 		}
-	}
-	for i := range st.InputRequests {
-		out = append(out, newInputAsker(&st.InputRequests[i]))
 	}
 	return out
 }
 
-// toolDisplayName finds the display name of a tool call of the active turn.
-func toolDisplayName(st *wire.SessionState, id string) string {
-	if st == nil || st.ActiveTurn == nil {
+// toolDisplayName finds the display name of a tool call of the chat's
+// active turn.
+func toolDisplayName(chat *wire.ChatState, id string) string {
+	if chat == nil || chat.ActiveTurn == nil {
 		return ""
 	}
-	for _, p := range st.ActiveTurn.ResponseParts {
+	for _, p := range chat.ActiveTurn.ResponseParts {
 		if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
 			if tcID, _ := reducer.ToolCallID(tc.ToolCall); tcID == id {
 				return reducer.ToolCallDisplayName(tc.ToolCall)
