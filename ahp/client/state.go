@@ -95,12 +95,6 @@ type channelState struct {
 	follows []string
 }
 
-// hasState reports whether the channel holds a typed state (a snapshot
-// has been installed).
-func (cs *channelState) hasState() bool {
-	return cs.root != nil || cs.session != nil || cs.chat != nil
-}
-
 // handleNotification runs on the reader goroutine.
 func (c *Client) handleNotification(method string, params json.RawMessage) error {
 	var head struct {

@@ -174,15 +174,6 @@ func decodeParams(method string, params json.RawMessage, v any) *Error {
 	return nil
 }
 
-// encodeResponse builds a success response frame.
-func encodeResponse(id json.RawMessage, result any) ([]byte, error) {
-	res, err := json.Marshal(result)
-	if err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
-	}
-	return rawResponse(id, res), nil
-}
-
 // rawResponse builds a success response around an already-encoded result.
 func rawResponse(id json.RawMessage, result []byte) []byte {
 	if id == nil {

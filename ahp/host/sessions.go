@@ -516,7 +516,7 @@ func (h *Host) resolveSessionConfig(ctx context.Context, r *request, _ string) {
 		return
 	}
 	cfg := h.resolveConfig(ctx, provider, p.Config)
-	h.reply(r, wire.ResolveSessionConfigResult{Schema: cfg.Schema, Values: cfg.Values}, nil)
+	h.reply(r, wire.ResolveSessionConfigResult(cfg), nil)
 }
 
 // sessionConfigCompletions offers the values of a dynamic-enum config

@@ -692,16 +692,6 @@ func (s *Session) watchTerminals(ctx context.Context, env *wire.ActionEnvelope) 
 	}
 }
 
-func (s *Session) toolName(id string) string {
-	if s.r != nil {
-		return s.r.toolName(id)
-	}
-	if n := toolDisplayName(s.chatState, id); n != "" {
-		return n
-	}
-	return id
-}
-
 // writeNDJSON prints one event as {"method":…,"params":…} on one line.
 func writeNDJSON(w io.Writer, ev client.Event) error {
 	var v any

@@ -458,22 +458,6 @@ func pendingAsks(st *wire.SessionState) []asker {
 	return out
 }
 
-// toolDisplayName finds the display name of a tool call of the chat's
-// active turn.
-func toolDisplayName(chat *wire.ChatState, id string) string {
-	if chat == nil || chat.ActiveTurn == nil {
-		return ""
-	}
-	for _, p := range chat.ActiveTurn.ResponseParts {
-		if tc, ok := p.Value.(*wire.ToolCallResponsePart); ok {
-			if tcID, _ := reducer.ToolCallID(tc.ToolCall); tcID == id {
-				return reducer.ToolCallDisplayName(tc.ToolCall)
-			}
-		}
-	}
-	return ""
-}
-
 // markdownText is the text of a StringOrMarkdown, whichever form it has.
 func markdownText(s *wire.StringOrMarkdown) string {
 	if s == nil {
