@@ -915,11 +915,14 @@ func TestACPCreationFailures(t *testing.T) {
 	tests := []struct {
 		name, provider, cwd string
 		errorType, message  string
+		// refused: the host answers createSession with invalid params
+		// instead of creating a session that then fails.
+		refused bool
 	}{
-		{"relative cwd", "script", "relative/dir", "invalidWorkingDirectory", `working directory "relative/dir" must be an absolute path`},
-		{"cwd on another host", "script", "file://build-box/srv", "invalidWorkingDirectory", `is on host "build-box"`},
-		{"missing cwd", "script", "file:///nonexistent/dir", "agentError", "/nonexistent/dir"},
-		{"missing agent binary", "missing", "", "agentError", `starting agent "/nonexistent/agent-bin"`},
+		{"relative cwd", "script", "relative/dir", "", `working directory "relative/dir" must be an absolute path`, true},
+		{"cwd on another host", "script", "file://build-box/srv", "", `"file://build-box/srv" must be an absolute path or a file:// URI of this machine`, true},
+		{"missing cwd", "script", "file:///nonexistent/dir", "agentError", "/nonexistent/dir", false},
+		{"missing agent binary", "missing", "", "agentError", `starting agent "/nonexistent/agent-bin"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -928,8 +931,15 @@ func TestACPCreationFailures(t *testing.T) {
 			if tt.cwd != "" {
 				params.WorkingDirectories = []string{tt.cwd}
 			}
-			require.NoError(t, r.c.CreateSession(r.ctx(), params))
-			_, err := r.c.Subscribe(r.ctx(), ch)
+			err := r.c.CreateSession(r.ctx(), params)
+			if tt.refused {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "-32602")
+				assert.Contains(t, err.Error(), tt.message)
+				return
+			}
+			require.NoError(t, err)
+			_, err = r.c.Subscribe(r.ctx(), ch)
 			require.NoError(t, err)
 			st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 			require.NoError(t, err)

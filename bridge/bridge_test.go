@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,6 +203,13 @@ func TestSessionConfigAppliesToEveryChat(t *testing.T) {
 	assert.Equal(t, []string{"prompt busy"}, be1.callLog(), "a busy chat takes it after its turn")
 	close(release)
 	r.host.turn(chat1, "t1")
+	// The deferred change is applied once the turn has ended, after its
+	// last action: wait for it rather than race it.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for len(be1.callLog()) < 2 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond) // nothing signals a fake agent session's calls
+	}
 	assert.Equal(t, []string{"prompt busy", "set model=m3"}, be1.callLog())
 }
 

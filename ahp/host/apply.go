@@ -125,7 +125,13 @@ func (h *Host) followUp(ch *channel, a wire.StateAction) {
 	case chanSession:
 		h.refreshSummaryLocked(ch.group)
 		switch a.Value.(type) {
-		case *wire.SessionReadyAction, *wire.SessionCreationFailedAction:
+		case *wire.SessionReadyAction:
+			h.finishProgressLocked(ch.group)
+			// Messages queued while the session was being created start now.
+			for _, c := range ch.group.chats {
+				h.settleLocked(c)
+			}
+		case *wire.SessionCreationFailedAction:
 			h.finishProgressLocked(ch.group)
 		}
 	case chanTerminal:

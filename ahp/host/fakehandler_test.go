@@ -36,6 +36,8 @@ type fakeHandler struct {
 	runTurns bool
 	// failCreate: sessions fail to start.
 	failCreate bool
+	// holdReady, when set, delays session/ready until it is closed.
+	holdReady chan struct{}
 	// afterConfirm, when set, holds a turn after its tool call was
 	// answered until it is closed.
 	afterConfirm chan struct{}
@@ -107,10 +109,22 @@ func (b *fakeHandler) set(f func(b *fakeHandler)) {
 func (b *fakeHandler) CreateSession(ctx context.Context, session, defaultChat string, p wire.CreateSessionParams) {
 	b.mu.Lock()
 	b.created = append(b.created, session)
-	fail := b.failCreate
+	fail, hold := b.failCreate, b.holdReady
 	b.noteLocked()
 	b.mu.Unlock()
 	b.h.Progress(session, "the fake agent has started")
+	if hold != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			select {
+			case <-hold:
+				b.dispatch(ctx, session, &wire.SessionReadyAction{})
+			case <-ctx.Done():
+			}
+		}()
+		return
+	}
 	if fail {
 		b.dispatch(ctx, session, &wire.SessionCreationFailedAction{Error: wire.ErrorInfo{ErrorType: "fake", Message: "the fake agent refused"}})
 		return

@@ -635,6 +635,45 @@ func TestQueuedMessageConsumedWhenIdle(t *testing.T) {
 	assert.Empty(t, hs.readChat(t, s.chat).QueuedMessages)
 }
 
+// TestQueuedWhileCreatingStartsWhenReady: a message queued before the
+// agent is ready starts its turn as soon as the session is ready, not at
+// the next unrelated action.
+func TestQueuedWhileCreatingStartsWhenReady(t *testing.T) {
+	hs := newHarness(t, Options{NewID: func() string { return "auto-turn" }})
+	ready := make(chan struct{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns, b.holdReady = false, ready })
+	c := hs.dial(t, "c")
+	c.initialize()
+	uri := "ahp-session:/early"
+	c.mustCall("createSession", map[string]any{"channel": uri, "provider": "fake"}, nil)
+	var st wire.SessionState
+	require.NoError(t, json.Unmarshal(c.subscribe(uri).State, &st))
+	require.Equal(t, wire.SessionLifecycleCreating, st.Lifecycle)
+	s := testSession{uri: uri, chat: *st.DefaultChat}
+	c.subscribe(s.chat)
+	c.accepted(s.chat, &wire.ChatPendingMessageSetAction{Kind: wire.PendingMessageKindQueued, ID: "q1", Message: userMsg("first")})
+	assert.Len(t, hs.readChat(t, s.chat).QueuedMessages, 1, "held while the session is being created")
+	close(ready)
+	e := c.nextEnvelope(isAction(s.chat, wire.ActionTypeChatTurnStarted))
+	assert.Equal(t, "q1", *e.Action.Value.(*wire.ChatTurnStartedAction).QueuedMessageID)
+}
+
+// TestCreateSessionRefusesRelativeWorkingDirectories: a working directory
+// must be absolute on this machine; anything else is the client's error,
+// said at once rather than as a failed session.
+func TestCreateSessionRefusesRelativeWorkingDirectories(t *testing.T) {
+	hs := newHarness(t, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	for _, d := range []string{"src/project", "file://other-host/src", "file:relative"} {
+		_, err := c.call("createSession", map[string]any{"channel": "ahp-session:/wd-" + strconv.Itoa(len(d)), "provider": "fake", "workingDirectories": []string{d}})
+		require.NotNil(t, err, d)
+		assert.Equal(t, CodeInvalidParams, err.Code, d)
+		assert.Contains(t, err.Message, d)
+	}
+	c.mustCall("createSession", map[string]any{"channel": "ahp-session:/wd-ok", "provider": "fake", "workingDirectories": []string{"file:///tmp", "/srv"}}, nil)
+}
+
 func TestCompletionsAndResourceRead(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -70,6 +71,12 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	if p.ActiveClient != nil && p.ActiveClient.ClientID != clientID {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "activeClient.clientId must be this connection's clientId %q", clientID))
 		return
+	}
+	for _, d := range p.WorkingDirectories {
+		if !absoluteDir(d) {
+			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: working directory %q must be an absolute path or a file:// URI of this machine", d))
+			return
+		}
 	}
 	dirs := p.WorkingDirectories
 	if len(dirs) > 1 && (agent.Capabilities == nil || agent.Capabilities.MultipleWorkingDirectories == nil) {
@@ -150,6 +157,16 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	if h.handler != nil {
 		h.handler.CreateSession(h.ctx, uri, chatURI, p)
 	}
+}
+
+// absoluteDir reports whether a working directory names an absolute local
+// directory: an absolute path or a file URI without a host (or localhost).
+func absoluteDir(d string) bool {
+	if strings.HasPrefix(d, "file:") {
+		u, err := url.Parse(d)
+		return err == nil && (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/")
+	}
+	return strings.HasPrefix(d, "/")
 }
 
 // newChatLocked makes a chat channel of group g. Called with h.mu held
