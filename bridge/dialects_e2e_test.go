@@ -1,0 +1,266 @@
+package bridge_test
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/acp"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	w3wire "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+)
+
+// End-to-end tests of every protocol version the bridge speaks (issue 12):
+// each runs the scripted ACP agent behind a real bridge and talks to it
+// over a real WebSocket as a client of that version would (see
+// dialect_client_test.go). Every client checks, when its test ends, that
+// it never received an action or notification its version does not know.
+
+// scriptBridge starts a bridge over the scripted agent.
+func scriptBridge(t *testing.T, opts bridgetest.Options) *bridgetest.Env {
+	t.Helper()
+	return bridgetest.Start(t, []backend.Provider{acpScriptProvider(t, nil)}, opts)
+}
+
+// demoText is the answer of the scripted agent's demo turn, plan checklist
+// aside, when it may read README.md and when it may not.
+const (
+	demoApprovedText = "Hello from the script agent. I read README.md. Done."
+	demoDeniedText   = "Hello from the script agent. You did not let me read README.md. Done."
+)
+
+// withoutChecklist drops the plan checklist the bridge appends to a demo
+// turn's text.
+func withoutChecklist(text string) string {
+	if i := strings.Index(text, "- ["); i >= 0 {
+		if j := strings.LastIndex(text[:i], "Done."); j >= 0 {
+			return text[:j+len("Done.")]
+		}
+	}
+	return text
+}
+
+func TestDialectNegotiation(t *testing.T) {
+	t.Parallel()
+	env := scriptBridge(t, bridgetest.Options{})
+	spoken := codec.Supported()
+	// Versions no bridge speaks, offered alongside.
+	unspoken := []string{"0.4.0", "0.2.0", "0.6.1", "0.5.3"}
+	// A fixed seed: the same shuffles every run, so a failure reproduces.
+	rng := rand.New(rand.NewPCG(12, 7))
+
+	negotiate := func(t *testing.T, offer []string) (string, json.RawMessage) {
+		t.Helper()
+		rc := bridgetest.DialRaw(t, env.URL, "negotiate-"+client.NewUUID())
+		res := rc.MustCall("initialize", map[string]any{
+			"channel": "ahp-root://", "protocolVersions": offer, "clientId": rc.ClientID(),
+			"initialSubscriptions": []string{"ahp-root://"},
+		})
+		var r struct {
+			ProtocolVersion string     `json:"protocolVersion"`
+			Snapshots       []snapshot `json:"snapshots"`
+		}
+		require.NoError(t, json.Unmarshal(res, &r))
+		require.Len(t, r.Snapshots, 1)
+		rc.Ping() // the connection stays open and answers
+		return r.ProtocolVersion, r.Snapshots[0].State
+	}
+
+	for i, v := range spoken {
+		t.Run(v, func(t *testing.T) {
+			older := spoken[i+1:]
+			offers := map[string][]string{"alone": {v}}
+			withOlder := append(append([]string{v}, older...), unspoken...)
+			asc := slices.Clone(withOlder)
+			slices.SortFunc(asc, func(a, b string) int {
+				return codec.MustParseVersion(a).Compare(codec.MustParseVersion(b))
+			})
+			desc := slices.Clone(asc)
+			slices.Reverse(desc)
+			shuffled := slices.Clone(withOlder)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			offers["oldest first"], offers["newest first"], offers["shuffled"] = asc, desc, shuffled
+			for name, offer := range offers {
+				got, root := negotiate(t, offer)
+				assert.Equal(t, v, got, "%s: offered %v", name, offer)
+				// The root snapshot is in the negotiated version's shape.
+				d := dialectOf(v)
+				switch {
+				case d.is030():
+					var st w3wire.RootState
+					require.NoError(t, json.Unmarshal(root, &st))
+					require.Len(t, st.Agents, 1)
+					assert.Equal(t, "script", st.Agents[0].Provider)
+				case d.current():
+					var st wire.RootState
+					require.NoError(t, json.Unmarshal(root, &st))
+					require.Len(t, st.Agents, 1)
+					assert.Equal(t, "script", st.Agents[0].Provider)
+				default:
+					var st map[string]any
+					require.NoError(t, json.Unmarshal(root, &st))
+					agents := array(st["agents"])
+					require.Len(t, agents, 1)
+					assert.Equal(t, "script", object(agents[0])["provider"])
+					if d.before("0.5.1") {
+						assert.NotContains(t, object(agents[0]), "capabilities", "0.5.0 has no agent capabilities")
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("highest of all", func(t *testing.T) {
+		offer := append(slices.Clone(spoken), unspoken...)
+		rng.Shuffle(len(offer), func(i, j int) { offer[i], offer[j] = offer[j], offer[i] })
+		got, _ := negotiate(t, offer)
+		assert.Equal(t, codec.Current.String(), got, "offered %v", offer)
+	})
+
+	t.Run("none in common", func(t *testing.T) {
+		rc := bridgetest.DialRaw(t, env.URL, "negotiate-"+client.NewUUID())
+		rpcErr := rc.CallError("initialize", map[string]any{
+			"channel": "ahp-root://", "protocolVersions": unspoken, "clientId": rc.ClientID(),
+		})
+		assert.Equal(t, -32005, rpcErr.Code, rpcErr.Message)
+		var data struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		require.NoError(t, json.Unmarshal(rpcErr.Data, &data))
+		assert.Equal(t, spoken, data.SupportedVersions)
+		rc.WaitClosed() // then the server closes the connection
+	})
+}
+
+// TestDialectTurns runs, for each version spoken, a turn whose tool call
+// is approved, one whose tool call is denied and one cancelled while its
+// tool call waits for a confirmation, checking each end in that version's
+// shapes. A 0.7.0 client on the same session meanwhile changes the default
+// chat's working directories, which only 0.7.0 can say: the older clients
+// must never receive those actions.
+func TestDialectTurns(t *testing.T) {
+	t.Parallel()
+	env := scriptBridge(t, bridgetest.Options{})
+	for _, v := range codec.Supported() {
+		d := dialectOf(v)
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			dir := acpProjectDir(t)
+			c := newDClient(t, env, d)
+			session := c.createSession("", "script", dir)
+			c.checkSessionShape(dir)
+
+			peer := newDClient(t, env, dialectOf(codec.Current.String()))
+			peer.subscribe(session)
+			peer.mustDispatch(action("chat/workingDirectorySet", map[string]any{"directory": "file://" + dir}))
+			peer.mustDispatch(action("chat/workingDirectoryRemoved", map[string]any{"directory": "file://" + dir}))
+			c.rc.Ping() // the client would have received them by now
+
+			// Approved: the tool call completes and the agent reads README.md.
+			turn := c.startTurn("demo please")
+			tool := c.pendingTool(turn)
+			assert.Equal(t, "read-1", tool)
+			c.mustDispatch(c.approval(turn, tool))
+			assert.Equal(t, "turnComplete", c.waitTurnEnd(turn))
+			got := c.turn(turn)
+			assert.Equal(t, "complete", got.State)
+			assert.Equal(t, demoApprovedText, withoutChecklist(got.Text))
+			assert.Equal(t, toolView{Status: "completed", Success: true}, got.Tools["read-1"])
+
+			// Denied: the tool call is cancelled with reason denied.
+			turn = c.startTurn("demo again")
+			tool = c.pendingTool(turn)
+			c.mustDispatch(c.denial(turn, tool))
+			assert.Equal(t, "turnComplete", c.waitTurnEnd(turn))
+			got = c.turn(turn)
+			assert.Equal(t, "complete", got.State)
+			assert.Equal(t, demoDeniedText, withoutChecklist(got.Text))
+			assert.Equal(t, toolView{Status: "cancelled", Reason: "denied"}, got.Tools["read-1"])
+
+			// Cancelled while the tool call waits: the turn is cancelled,
+			// and so is the tool call.
+			turn = c.startTurn("demo once more")
+			tool = c.pendingTool(turn)
+			c.mustDispatch(c.cancellation(turn))
+			assert.Equal(t, "turnCancelled", c.waitTurnEnd(turn))
+			got = c.turn(turn)
+			assert.Equal(t, "cancelled", got.State)
+			assert.Equal(t, "cancelled", got.Tools[tool].Status)
+
+			// Actions this version does not know were sequenced on the
+			// session (the 0.7.0 client got them), so the check that its
+			// client never received one (checkReceived) means something.
+			for _, typ := range []string{"chat/workingDirectorySet", "chat/workingDirectoryRemoved", "session/inputNeededSet"} {
+				assert.NotNil(t, peer.findEnvelope(func(e bridgetest.Envelope) bool { return e.Type() == typ }), typ)
+			}
+			assert.NotEmpty(t, c.rc.Envelopes())
+			if d.typed() {
+				c.assertEqualsFresh()
+			}
+		})
+	}
+}
+
+// checkSessionShape checks the followed session's snapshot for the
+// working directory, as the client's version spells it.
+func (dc *dclient) checkSessionShape(dir string) {
+	t := dc.t
+	t.Helper()
+	want := "file://" + dir
+	switch {
+	case dc.d.is030():
+		assert.Equal(t, want, acpDeref(dc.s3.Summary.WorkingDirectory))
+		assert.Equal(t, "script", dc.s3.Summary.Provider)
+	case dc.d.current():
+		assert.Equal(t, []string{want}, dc.s7.WorkingDirectories)
+		assert.Equal(t, dc.chat, acpDeref(dc.s7.DefaultChat))
+	default:
+		assert.Equal(t, want, dc.sj["workingDirectory"])
+		assert.Equal(t, dc.chat, dc.sj["defaultChat"])
+		assert.Equal(t, dc.chat, dc.cj["resource"])
+	}
+}
+
+// TestDialectGoSDKExampleAgent runs the approve turn of the acp-go-sdk
+// example agent, an agent we did not write, for a 0.3.0 and a 0.7.0 client.
+func TestDialectGoSDKExampleAgent(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "agent")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent").CombinedOutput()
+	require.NoError(t, err, "building the acp-go-sdk example agent: %s", out)
+	p := acp.NewProvider(acp.Config{ID: "go-example", Command: []string{bin}}, testLogger(t))
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
+
+	for _, v := range []string{"0.3.0", codec.Current.String()} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			c := newDClient(t, env, dialectOf(v))
+			// The example agent moves its edit's location after starting
+			// it, which 0.3.0 cannot say (see ignoreToolMeta).
+			c.ignoreToolMeta = c.d.is030()
+			c.createSession("", "go-example", t.TempDir())
+			turn := c.startTurn("Please update the configuration.")
+			tool := c.pendingTool(turn)
+			c.mustDispatch(c.approval(turn, tool))
+			assert.Equal(t, "turnComplete", c.waitTurnEnd(turn))
+			got := c.turn(turn)
+			assert.Equal(t, "complete", got.State)
+			assert.True(t, strings.HasPrefix(got.Text, "ACP Go Example Agent"), got.Text)
+			assert.Contains(t, got.Text, "successfully updated the configuration")
+			assert.Equal(t, toolView{Status: "completed", Success: true}, got.Tools[tool])
+			assert.GreaterOrEqual(t, len(got.Tools), 2, "the read and the edit")
+			c.assertEqualsFresh()
+		})
+	}
+}
