@@ -264,3 +264,114 @@ func TestDialectGoSDKExampleAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestDialectConfirmationRace has a 0.3.0 and a 0.7.0 client confirm the
+// same tool call at once, round after round, alternating who sends first
+// and who approves: exactly one confirmation wins, the other is echoed to
+// its sender alone as a rejection in its own dialect, and both clients end
+// with the same tool call state, the winner's.
+func TestDialectConfirmationRace(t *testing.T) {
+	t.Parallel()
+	env := scriptBridge(t, bridgetest.Options{})
+	old := newDClient(t, env, dialectOf("0.3.0"))
+	cur := newDClient(t, env, dialectOf(codec.Current.String()))
+	session := cur.createSession("", "script", t.TempDir())
+	old.subscribe(session)
+
+	const rounds = 20
+	wins := map[string]int{}
+	for i := range rounds {
+		turn := cur.startTurn("permission")
+		tool := cur.pendingTool(turn)
+		require.Equal(t, tool, old.pendingTool(turn))
+
+		oldApproves := i%2 == 0
+		oldAction, curAction := old.denial(turn, tool), cur.approval(turn, tool)
+		if oldApproves {
+			oldAction, curAction = old.approval(turn, tool), cur.denial(turn, tool)
+		}
+		var oldSeq, curSeq int64
+		if i%4 < 2 {
+			oldSeq = old.rc.Dispatch(session, oldAction)
+			curSeq = cur.rc.Dispatch(cur.chat, curAction)
+		} else {
+			curSeq = cur.rc.Dispatch(cur.chat, curAction)
+			oldSeq = old.rc.Dispatch(session, oldAction)
+		}
+		oldEcho, curEcho := old.rc.Echo(oldSeq), cur.rc.Echo(curSeq)
+		assert.Equal(t, "session/toolCallConfirmed", oldEcho.Type(), "the 0.3.0 client's answer is in its dialect")
+		assert.Equal(t, session, oldEcho.Channel)
+		assert.Equal(t, "chat/toolCallConfirmed", curEcho.Type())
+		require.True(t, (oldEcho.RejectionReason == nil) != (curEcho.RejectionReason == nil),
+			"round %d: exactly one confirmation wins (0.3.0 rejected: %v, 0.7.0 rejected: %v)", i, oldEcho.RejectionReason, curEcho.RejectionReason)
+		approved := oldApproves == (oldEcho.RejectionReason == nil)
+		winner := "0.7.0"
+		if oldEcho.RejectionReason == nil {
+			winner = "0.3.0"
+			// The loser's rejection went to its sender alone.
+			assert.Nil(t, old.findEnvelope(func(e bridgetest.Envelope) bool {
+				return e.Origin != nil && e.Origin.ClientID == cur.id && e.Origin.ClientSeq == curSeq
+			}), "round %d: the 0.3.0 client saw the 0.7.0 client's rejection", i)
+		} else {
+			assert.Nil(t, cur.findEnvelope(func(e bridgetest.Envelope) bool {
+				return e.Origin != nil && e.Origin.ClientID == old.id && e.Origin.ClientSeq == oldSeq
+			}), "round %d: the 0.7.0 client saw the 0.3.0 client's rejection", i)
+		}
+		wins[winner]++
+
+		cur.waitTurnEnd(turn)
+		old.waitTurnEnd(turn)
+		a, b := old.turn(turn), cur.turn(turn)
+		assert.Equal(t, b, a, "round %d: both clients see the same turn", i)
+		want := toolView{Status: "cancelled", Reason: "denied"}
+		text := "selected: reject-once"
+		if approved {
+			want, text = toolView{Status: "completed", Success: true}, "selected: allow-once"
+		}
+		assert.Equal(t, want, a.Tools[tool], "round %d: the winner's confirmation decides", i)
+		assert.Equal(t, text, a.Text, "round %d: the agent got the winner's answer", i)
+	}
+	t.Logf("winners: %v", wins)
+	old.assertEqualsFresh()
+	cur.assertEqualsFresh()
+}
+
+// TestDialectSharedSession has a 0.3.0 and a 0.7.0 client on one session:
+// both see the same turns; the 0.3.0 client's confirmation resolves the
+// first turn's tool call for both, the 0.7.0 client's the second's.
+func TestDialectSharedSession(t *testing.T) {
+	t.Parallel()
+	env := scriptBridge(t, bridgetest.Options{})
+	old := newDClient(t, env, dialectOf("0.3.0"))
+	cur := newDClient(t, env, dialectOf(codec.Current.String()))
+	dir := acpProjectDir(t)
+	session := old.createSession("", "script", dir)
+	cur.subscribe(session)
+
+	// Started and approved by the 0.3.0 client.
+	turn := old.startTurn("demo shared")
+	tool := old.pendingTool(turn)
+	require.Equal(t, tool, cur.pendingTool(turn), "both see the same tool call wait")
+	old.mustDispatch(old.approval(turn, tool))
+	old.waitTurnEnd(turn)
+	cur.waitTurnEnd(turn)
+	a, b := old.turn(turn), cur.turn(turn)
+	assert.Equal(t, demoApprovedText, withoutChecklist(a.Text))
+	assert.Equal(t, a, b, "both see the same turn")
+	assert.Equal(t, toolView{Status: "completed", Success: true}, b.Tools[tool])
+
+	// Started by the 0.3.0 client, denied by the 0.7.0 client.
+	turn = old.startTurn("demo shared again")
+	tool = cur.pendingTool(turn)
+	require.Equal(t, tool, old.pendingTool(turn))
+	cur.mustDispatch(cur.denial(turn, tool))
+	old.waitTurnEnd(turn)
+	cur.waitTurnEnd(turn)
+	a, b = old.turn(turn), cur.turn(turn)
+	assert.Equal(t, demoDeniedText, withoutChecklist(a.Text))
+	assert.Equal(t, a, b, "both see the same turn")
+	assert.Equal(t, toolView{Status: "cancelled", Reason: "denied"}, a.Tools[tool])
+
+	old.assertEqualsFresh()
+	cur.assertEqualsFresh()
+}
