@@ -697,3 +697,61 @@ func withoutToolMeta(t *testing.T, s string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// lastSeen is the highest serverSeq the client has received.
+func (dc *dclient) lastSeen() int64 {
+	dc.apply()
+	return dc.maxSeq
+}
+
+// subscriptions are the channels the client follows, as its version names
+// them.
+func (dc *dclient) subscriptions() []string {
+	if dc.d.is030() {
+		return []string{"ahp-root://", dc.session}
+	}
+	return []string{"ahp-root://", dc.session, dc.chat}
+}
+
+// reconnectResult is a reconnect answer of any dialect.
+type reconnectResult struct {
+	Type      string                `json:"type"`
+	Actions   []bridgetest.Envelope `json:"actions"`
+	Missing   []string              `json:"missing"`
+	Snapshots []snapshot            `json:"snapshots"`
+}
+
+// reconnect opens a new connection whose first message is reconnect, as
+// the official clients resume, and brings the client's state up to date
+// from the answer: replayed envelopes or fresh snapshots.
+func (dc *dclient) reconnect() reconnectResult {
+	dc.t.Helper()
+	last := dc.lastSeen()
+	dc.rc.Close()
+	dc.rc = bridgetest.DialRaw(dc.t, dc.env.URL, dc.id)
+	dc.all = append(dc.all, dc.rc)
+	dc.next = 0
+	var r reconnectResult
+	res := dc.rc.MustCall("reconnect", map[string]any{
+		"channel": "ahp-root://", "clientId": dc.id, "lastSeenServerSeq": last, "subscriptions": dc.subscriptions(),
+	})
+	require.NoError(dc.t, json.Unmarshal(res, &r), "reconnect result %s", res)
+	switch r.Type {
+	case "replay":
+		assert.Empty(dc.t, r.Missing)
+		dc.replayed = append(dc.replayed, r.Actions...)
+		for _, e := range r.Actions {
+			require.Greater(dc.t, e.ServerSeq, last, "replayed envelopes are the ones after lastSeenServerSeq")
+			dc.applyOne(e)
+		}
+	case "snapshot":
+		for _, s := range r.Snapshots {
+			if s.Resource != "ahp-root://" {
+				dc.setSnapshot(s)
+			}
+		}
+	default:
+		require.Failf(dc.t, "bad reconnect result", "%s", res)
+	}
+	return r
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	w3wire "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
@@ -374,4 +375,104 @@ func TestDialectSharedSession(t *testing.T) {
 
 	old.assertEqualsFresh()
 	cur.assertEqualsFresh()
+}
+
+// TestDialectReconnect has a 0.3.0 and a 0.6.0 client leave while a tool
+// call waits for a confirmation. A 0.7.0 client approves it and changes the
+// chat's working directories (0.7.0-only actions) while they are away.
+// Each comes back with reconnect as the first message of a new connection
+// and gets what it missed in its own dialect: the replayed envelopes that
+// complete the turn, or, when the replay buffer no longer covers the gap,
+// fresh snapshots. Afterwards both follow the session live again.
+func TestDialectReconnect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		buffer int
+		want   string
+	}{
+		{"replay", 0, "replay"},
+		{"snapshot", 4, "snapshot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := scriptBridge(t, bridgetest.Options{Host: host.Options{ReplayBuffer: tc.buffer}})
+			dir := acpProjectDir(t)
+			peer := newDClient(t, env, dialectOf(codec.Current.String()))
+			session := peer.createSession("", "script", dir)
+			clients := []*dclient{newDClient(t, env, dialectOf("0.3.0")), newDClient(t, env, dialectOf("0.6.0"))}
+			for _, c := range clients {
+				c.subscribe(session)
+			}
+
+			turn := peer.startTurn("demo")
+			tool := peer.pendingTool(turn)
+			for _, c := range clients {
+				require.Equal(t, tool, c.pendingTool(turn))
+				c.rc.Ping()
+				c.rc.Close() // gone mid-turn
+			}
+			peer.mustDispatch(peer.approval(turn, tool))
+			peer.mustDispatch(action("chat/workingDirectorySet", map[string]any{"directory": "file://" + dir}))
+			require.Equal(t, "turnComplete", peer.waitTurnEnd(turn))
+
+			for _, c := range clients {
+				r := c.reconnect()
+				require.Equal(t, tc.want, r.Type, "a %s client", c.d)
+				if r.Type == "replay" {
+					// The replay completes the turn, in the client's
+					// dialect, on the channel that carries its turns.
+					var ends []string
+					for _, e := range r.Actions {
+						var a struct {
+							TurnID string `json:"turnId"`
+						}
+						_ = json.Unmarshal(e.Action, &a)
+						if a.TurnID == turn {
+							require.Equal(t, c.chat, e.Channel, "a %s client's turn actions are on %s", c.d, c.chat)
+							ends = append(ends, e.Type())
+						}
+					}
+					require.NotEmpty(t, ends, "the %s client's replay has the turn", c.d)
+					assert.Contains(t, ends, c.d.turnAction("toolCallConfirmed"), "the %s client gets the confirmation", c.d)
+					assert.Contains(t, ends, c.d.turnAction("toolCallComplete"), "the %s client gets the tool call's end", c.d)
+					assert.Equal(t, c.d.turnAction("turnComplete"), ends[len(ends)-1], "the %s client gets the turn's end", c.d)
+				}
+				if r.Type == "replay" && !c.d.is030() {
+					// The working directory set while it was away reaches
+					// it as its version spells it.
+					var changes []map[string]any
+					for _, e := range r.Actions {
+						if e.Type() == "session/chatUpdated" {
+							var a map[string]any
+							require.NoError(t, json.Unmarshal(e.Action, &a))
+							changes = append(changes, object(a["changes"]))
+						}
+					}
+					assert.Contains(t, changes, map[string]any{"workingDirectory": "file://" + dir})
+				}
+				if c.d.typed() {
+					got := c.turn(turn)
+					assert.Equal(t, "complete", got.State)
+					assert.Equal(t, toolView{Status: "completed", Success: true}, got.Tools[tool])
+					c.assertEqualsFresh()
+				} else if r.Type == "snapshot" {
+					// The chat's snapshot holds the completed turn.
+					turns := array(c.cj["turns"])
+					require.NotEmpty(t, turns)
+					got := viewJSON(object(turns[len(turns)-1]))
+					assert.Equal(t, turn, got.ID)
+					assert.Equal(t, toolView{Status: "completed", Success: true}, got.Tools[tool])
+				}
+			}
+
+			// The reconnected clients follow the session live again.
+			next := peer.startTurn("echo back again")
+			peer.waitTurnEnd(next)
+			for _, c := range clients {
+				assert.Equal(t, "turnComplete", c.waitTurnEnd(next))
+				assert.Equal(t, "text:echo back again", c.turn(next).Text)
+			}
+		})
+	}
 }
