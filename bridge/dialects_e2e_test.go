@@ -476,3 +476,128 @@ func TestDialectReconnect(t *testing.T) {
 		})
 	}
 }
+
+// TestDialectFetchTurns pages through a chat's history as each kind of
+// client does: 0.5.0 (ahpx: a <provider>:/ session URI, fetchTurns on the
+// session with before/limit → {turns, hasMore}), 0.3.0 (the same shape on
+// the session channel) and 0.7.0 (a snapshot with view.turns, then the
+// cursor → chat/turnsLoaded, delivered to that client alone).
+func TestDialectFetchTurns(t *testing.T) {
+	t.Parallel()
+	env := scriptBridge(t, bridgetest.Options{})
+	texts := []string{"echo one", "echo two", "echo three"}
+
+	// runTurns runs the echo turns and returns their ids, oldest first.
+	runTurns := func(c *dclient) []string {
+		var ids []string
+		for _, text := range texts {
+			id := c.startTurn(text)
+			require.Equal(t, "turnComplete", c.waitTurnEnd(id))
+			ids = append(ids, id)
+		}
+		return ids
+	}
+
+	for _, v := range []string{"0.5.0", "0.3.0"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			c := newDClient(t, env, dialectOf(v))
+			uri := ""
+			if v == "0.5.0" {
+				uri = "script:/" + client.NewUUID() // as ahpx names sessions
+			}
+			session := c.createSession(uri, "script", t.TempDir())
+			ids := runTurns(c)
+
+			type page struct {
+				IDs     []string
+				Texts   []string
+				HasMore bool
+			}
+			fetch := func(params map[string]any) page {
+				params["channel"] = session // ahpx pages with the session URI
+				res := c.rc.MustCall("fetchTurns", params)
+				var p page
+				if v == "0.3.0" {
+					var r w3wire.FetchTurnsResult
+					require.NoError(t, json.Unmarshal(res, &r))
+					for _, tr := range r.Turns {
+						p.IDs, p.Texts = append(p.IDs, tr.ID), append(p.Texts, view030(tr).Text)
+					}
+					p.HasMore = r.HasMore
+					return p
+				}
+				var r map[string]any
+				require.NoError(t, json.Unmarshal(res, &r))
+				assert.ElementsMatch(t, []string{"turns", "hasMore"}, keys(r), "a 0.5.0 fetchTurns result: %s", res)
+				for _, tr := range array(r["turns"]) {
+					tv := viewJSON(object(tr))
+					p.IDs, p.Texts = append(p.IDs, tv.ID), append(p.Texts, tv.Text)
+				}
+				p.HasMore, _ = r["hasMore"].(bool)
+				return p
+			}
+			assert.Equal(t, page{ids[1:], []string{"text:echo two", "text:echo three"}, true}, fetch(map[string]any{"limit": 2}))
+			assert.Equal(t, page{ids[:1], []string{"text:echo one"}, false}, fetch(map[string]any{"before": ids[1], "limit": 2}))
+			assert.Equal(t, page{ids, []string{"text:echo one", "text:echo two", "text:echo three"}, false}, fetch(map[string]any{}))
+			rpcErr := c.rc.CallError("fetchTurns", map[string]any{"channel": session, "before": "no-such-turn"})
+			assert.Equal(t, wire.CodeInvalidParams, rpcErr.Code, rpcErr.Message)
+			if v == "0.3.0" {
+				c.assertEqualsFresh()
+			}
+		})
+	}
+
+	t.Run(codec.Current.String(), func(t *testing.T) {
+		t.Parallel()
+		cur := dialectOf(codec.Current.String())
+		owner := newDClient(t, env, cur)
+		session := owner.createSession("", "script", t.TempDir())
+		ids := runTurns(owner)
+
+		// A client that asks for the last turn only.
+		tail := newDClient(t, env, cur)
+		tail.session = session
+		tail.setSnapshot(tail.subscribeOne(session, nil))
+		tail.chat = acpDeref(tail.s7.DefaultChat)
+		tail.setSnapshot(tail.subscribeOne(tail.chat, map[string]any{"turns": 1}))
+		require.Len(t, tail.c7.Turns, 1)
+		assert.Equal(t, ids[2], tail.c7.Turns[0].ID)
+		require.NotNil(t, tail.c7.TurnsNextCursor, "older turns remain")
+
+		rpcErr := tail.rc.CallError("fetchTurns", map[string]any{"channel": tail.chat, "cursor": "not-a-cursor"})
+		assert.Equal(t, wire.CodeInvalidParams, rpcErr.Code, rpcErr.Message)
+
+		res := tail.rc.MustCall("fetchTurns", map[string]any{"channel": tail.chat, "cursor": *tail.c7.TurnsNextCursor})
+		assert.JSONEq(t, "{}", string(res))
+		loaded := tail.findEnvelope(func(e bridgetest.Envelope) bool { return e.Type() == "chat/turnsLoaded" })
+		require.NotNil(t, loaded, "chat/turnsLoaded arrives before the answer")
+		assert.Equal(t, tail.chat, loaded.Channel)
+		tail.apply()
+		assert.Equal(t, ids, turnIDs(tail.c7.Turns), "the older turns are loaded in front")
+		assert.Nil(t, tail.c7.TurnsNextCursor, "nothing older remains")
+		tail.assertEqualsFresh()
+
+		// The page went to the client that asked for it alone.
+		owner.rc.Ping()
+		assert.Nil(t, owner.findEnvelope(func(e bridgetest.Envelope) bool { return e.Type() == "chat/turnsLoaded" }),
+			"another subscriber of the chat got the page")
+		owner.assertEqualsFresh()
+	})
+}
+
+func turnIDs(turns []wire.Turn) []string {
+	var out []string
+	for _, tr := range turns {
+		out = append(out, tr.ID)
+	}
+	return out
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
