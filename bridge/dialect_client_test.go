@@ -313,11 +313,7 @@ func (dc *dclient) applyOne(e bridgetest.Envelope) {
 		return // a rejected action changes nothing
 	}
 	from, followed := dc.fromSeq[e.Channel]
-	// chat/turnsLoaded is the host's answer to this client's fetchTurns,
-	// numbered with the current serverSeq rather than a new one (it changes
-	// nothing shared), so it may carry the seq of the snapshot it extends;
-	// it is idempotent. ahp/client makes the same exception.
-	if !followed || e.ServerSeq <= from && e.Type() != "chat/turnsLoaded" {
+	if !followed || e.ServerSeq <= from {
 		return // in the snapshot already, or a channel whose state is not kept
 	}
 	raw, err := json.Marshal(e)

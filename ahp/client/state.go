@@ -163,16 +163,12 @@ func (c *Client) applyLocked(env *wire.ActionEnvelope) {
 
 // applyToStateLocked applies an envelope unless it was rejected (the server
 // did not apply it) or is already contained in the snapshot (serverSeq ≤
-// fromSeq). chat/turnsLoaded is the exception to the second rule: the host
-// sends it to the one connection that asked (fetchTurns) and may number it
-// with the current serverSeq instead of a new one, so it can carry the
-// seq of the snapshot it extends; it is idempotent (it only prepends
-// turns the chat lacks), so applying it again is harmless.
+// fromSeq).
 func (c *Client) applyToStateLocked(uri string, cs *channelState, env *wire.ActionEnvelope) {
 	if env.RejectionReason != nil {
 		return
 	}
-	if env.ServerSeq <= cs.lastSeq && env.Action.Type() != string(wire.ActionTypeChatTurnsLoaded) {
+	if env.ServerSeq <= cs.lastSeq {
 		return
 	}
 	c.reduce(cs, env.Action)

@@ -149,13 +149,17 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 	return seq
 }
 
-// sendPrivate sends an action envelope on channel to one connection only,
-// numbered with the current serverSeq without consuming one: it changes
-// only that connection's view (e.g. older turns it paged in), so it is
-// neither broadcast nor replayed. Called without Host.mu.
+// sendPrivate sends an action envelope on channel to one connection only:
+// it changes only that connection's view (e.g. older turns it paged in), so
+// it is neither broadcast nor kept for replay. It still takes the next
+// serverSeq, so that it is newer than the snapshot the client holds (a
+// client may ignore envelopes at or below a snapshot's fromSeq); the gap the
+// others see is like any other on a channel they do not watch. Called
+// without Host.mu.
 func (h *Host) sendPrivate(c *conn, channel string, actionJSON []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.seq++
 	frame, _, action, err := h.encodeEnvelope(&envelopeOut{Channel: channel, Action: actionJSON, ServerSeq: h.seq, trusted: true})
 	if err != nil {
 		h.log.Error().Err(err).Str("channel", channel).Msg("failed to encode a private action")
