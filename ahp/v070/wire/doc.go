@@ -90,4 +90,4 @@
 //	}
 package wire
 
-//go:generate go run ../internal/wiregen -schema ../shared/ahp/0.7.0/schema -overrides overrides.json -pkg wire -version 0.7.0 -out .
+//go:generate go run ../../internal/wiregen -schema ../shared/ahp/0.7.0/schema -overrides overrides.json -pkg wire -version 0.7.0 -out .
