@@ -35,6 +35,14 @@ type overrides struct {
 	// Enums are string enums with member names. A schema definition of the
 	// same name (an "enum" without member names) must list the same values.
 	Enums map[string]enumDef `json:"enums"`
+	// Replace gives definitions the schemas do have a schema of their own,
+	// for a shape the schema generator loses: a TypeScript union of one
+	// member (SessionOrigin = AutomationSessionOrigin) is a plain reference
+	// in the schemas, so a variant of a kind the version does not know would
+	// decode into the one it does and lose its members; written as a oneOf,
+	// it becomes a union that keeps unknown variants whole. A replacement
+	// without a description keeps the schema's.
+	Replace map[string]*Schema `json:"replace"`
 	// Defs are extra definitions: types the schemas leave out, or names for
 	// inline objects that Patches refer to.
 	Defs map[string]*Schema `json:"defs"`
@@ -163,6 +171,17 @@ type generator struct {
 func newGenerator(defs map[string]*Schema, ov *overrides) (*generator, error) {
 	if err := drop(defs, ov.Drop); err != nil {
 		return nil, err
+	}
+	for _, name := range sortedKeys(ov.Replace) {
+		old := defs[name]
+		if old == nil {
+			return nil, fmt.Errorf("overrides.json replace %q: no such definition in the schemas", name)
+		}
+		s := *ov.Replace[name]
+		if s.Description == "" {
+			s.Description = old.Description
+		}
+		defs[name] = &s
 	}
 	for name, s := range ov.Defs {
 		if _, ok := defs[name]; ok {
