@@ -15,7 +15,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/agentchan"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"

@@ -1,7 +1,7 @@
 package mapping
 
 import (
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 

@@ -57,7 +57,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // ErrClosed is returned by calls made after Close, and by Next once the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

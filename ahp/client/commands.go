@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // ProtocolVersion is the AHP version this client speaks, and the only one

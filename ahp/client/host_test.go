@@ -13,7 +13,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // echoHandler is a host.Handler whose sessions are ready at once and whose

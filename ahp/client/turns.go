@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // The turn actions below go to a chat channel; each takes the chat's URI,

@@ -46,11 +46,11 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// wireActionTypes lists the ActionType constants of ahp/wire, read from its
+// wireActionTypes lists the ActionType constants of ahp/v070/wire, read from its
 // source so that a new action type is covered without touching this test.
 func wireActionTypes(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "wire", "enums.gen.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "v070", "wire", "enums.gen.go"), nil, 0)
 	require.NoError(t, err)
 	var types []string
 	for _, d := range f.Decls {
@@ -71,18 +71,18 @@ func wireActionTypes(t *testing.T) []string {
 			}
 		}
 	}
-	require.Greater(t, len(types), 80, "ActionType constants of ahp/wire")
+	require.Greater(t, len(types), 80, "ActionType constants of ahp/v070/wire")
 	return types
 }
 
 // TestKnownToMatchesEachRegistry checks introduced.go against the registry
 // of every release: a version knows exactly the action types and
-// notifications its own registry lists, for every action type of ahp/wire.
+// notifications its own registry lists, for every action type of ahp/v070/wire.
 func TestKnownToMatchesEachRegistry(t *testing.T) {
 	reg := readRegistry(t)
 	types := wireActionTypes(t)
 	require.ElementsMatch(t, reg.Versions[Current.String()].Actions, types,
-		"the %s registry and the ActionType constants of ahp/wire list different action types", Current)
+		"the %s registry and the ActionType constants of ahp/v070/wire list different action types", Current)
 	for _, v := range append(chatFamilyVersions(), Current) {
 		known := reg.Versions[v.String()]
 		for _, typ := range types {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // fakeDirectory knows the sessions of the golden cases: a host session and
@@ -40,28 +40,28 @@ func testDirectory() Directory {
 	}
 }
 
-// actionSamples returns, for every action type of ahp/wire, the examples of
-// ahp/wire's testdata/actions.json plus a bare {"type": …}, which has none
+// actionSamples returns, for every action type of ahp/v070/wire, the examples of
+// ahp/v070/wire's testdata/actions.json plus a bare {"type": …}, which has none
 // of the members a rewrite looks for, and a truncated one that cannot be
 // decoded.
 func actionSamples(t *testing.T) map[string][]json.RawMessage {
 	t.Helper()
 	var examples []json.RawMessage
-	require.NoError(t, json.Unmarshal(readFile(t, filepath.Join("..", "wire", "testdata", "actions.json")), &examples))
+	require.NoError(t, json.Unmarshal(readFile(t, filepath.Join("..", "v070", "wire", "testdata", "actions.json")), &examples))
 	samples := map[string][]json.RawMessage{}
 	for _, e := range examples {
 		typ := actionType(e)
 		samples[typ] = append(samples[typ], e)
 	}
 	for _, typ := range wireActionTypes(t) {
-		require.NotEmpty(t, samples[typ], "ahp/wire has no example of %s", typ)
+		require.NotEmpty(t, samples[typ], "ahp/v070/wire has no example of %s", typ)
 		samples[typ] = append(samples[typ], json.RawMessage(`{"type":"`+typ+`"}`), json.RawMessage(`{"type":"`+typ+`","truncated`))
 	}
 	return samples
 }
 
 // TestEnvelopeSendsOnlyKnownActions checks that, for every action type of
-// ahp/wire, no chat-family codec sends an action its version does not know,
+// ahp/v070/wire, no chat-family codec sends an action its version does not know,
 // and that what it sends is JSON (when it got JSON) on the same channel and
 // serverSeq.
 func TestEnvelopeSendsOnlyKnownActions(t *testing.T) {
@@ -238,7 +238,7 @@ func newState(t *testing.T, name string) any {
 	return nil
 }
 
-// checkInputIsWire checks that a case's host-side input is 0.7.0 as ahp/wire
+// checkInputIsWire checks that a case's host-side input is 0.7.0 as ahp/v070/wire
 // knows it: decoding it into the wire type and encoding it again loses
 // nothing. A misspelt member would otherwise make a case test nothing.
 func checkInputIsWire(t *testing.T, kind string, gc goldenCase) {
@@ -284,7 +284,7 @@ func checkInputIsWire(t *testing.T, kind string, gc goldenCase) {
 	require.NoError(t, json.Unmarshal(gc.In, v))
 	again, err := wire.Marshal(v)
 	require.NoError(t, err)
-	require.Equal(t, canonical(t, gc.In), canonical(t, again), "the input is not 0.7.0 as ahp/wire knows it")
+	require.Equal(t, canonical(t, gc.In), canonical(t, again), "the input is not 0.7.0 as ahp/v070/wire knows it")
 }
 
 // canonical re-encodes JSON with sorted keys and no insignificant space.

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // v030 serves AHP 0.3.0, whose sessions carry their turns themselves, as a

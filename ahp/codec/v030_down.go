@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // chatToSession maps every 0.7.0 chat action that 0.3.0 has a session

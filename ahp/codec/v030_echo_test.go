@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // echoExceptions lists the 0.3.0 client actions whose echo comes back as

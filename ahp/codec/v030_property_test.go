@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // scenarioClient is the clientId of the 0.3.0 client of the scenarios.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // This file projects 0.7.0 values (states and the types nested in states,

@@ -14,7 +14,7 @@ import (
 
 	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected values of the golden files under testdata/v030")

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // sessionToChat maps the client-dispatchable 0.3.0 session actions that

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // The session channel carries aggregates of its chats that the host keeps

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // The tests in this file are about what the 0.7.0 chat dialect added to

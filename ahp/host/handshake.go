@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // maxRememberedClients bounds the clientId → version memory that lets a

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // reservedSchemes are URI schemes that name other kinds of channels, so a

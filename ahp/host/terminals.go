@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // refreshTerminalInfo mirrors a terminal's title, claim and exit code into

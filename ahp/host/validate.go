@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // validateClient returns why a client action must be rejected, or "" (the

@@ -6,10 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
-
-	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,15 +43,20 @@ func sampleType(t *testing.T, raw json.RawMessage) string {
 	return probe.Type
 }
 
-// TestActionsRoundTrip decodes the examples of every action type, checks
-// that each decodes to its variant struct (not raw JSON) and encodes back to
-// the same bytes (the file holds them in the encoder's member order,
-// indented), also when rebuilt from the variant value.
+// TestActionsRoundTrip decodes the hand-written example of every 1.0.0
+// action type, checks that each decodes to its variant struct (not raw
+// JSON) and encodes back to the same bytes (the file holds them in the
+// encoder's member order, indented), also when rebuilt from the variant
+// value and with its discriminator cleared. An ActionType constant without
+// an example fails, so a regeneration that adds an action type cannot pass
+// unnoticed.
 func TestActionsRoundTrip(t *testing.T) {
 	covered := map[string]bool{}
 	for i, raw := range actionSamples(t) {
 		typ := sampleType(t, raw)
 		t.Run(typ, func(t *testing.T) {
+			assert.False(t, covered[typ], "two examples of %s", typ)
+			covered[typ] = true
 			var a StateAction
 			require.NoError(t, json.Unmarshal(raw, &a))
 			require.NotNil(t, a.Value)
@@ -63,88 +65,33 @@ func TestActionsRoundTrip(t *testing.T) {
 			assert.Equal(t, reflect.Pointer, reflect.TypeOf(a.Value).Kind(), "variants are held by pointer")
 			assert.Equal(t, typ, a.Type())
 			assert.True(t, ActionType(typ).Known())
-			covered[typ] = true
 
 			want := compact(t, raw)
 			out, err := Marshal(a)
 			require.NoError(t, err)
 			assert.Equal(t, want, string(out))
 
-			// Wrapping the variant value, not the pointer, encodes the same.
 			val := reflect.ValueOf(a.Value).Elem().Interface()
 			out2, err := Marshal(Action(val))
 			require.NoError(t, err)
-			assert.Equal(t, want, string(out2))
+			assert.Equal(t, want, string(out2), "wrapping the variant value, not the pointer, encodes the same")
 
-			// The discriminator is filled in on encode even when cleared.
 			reflect.ValueOf(a.Value).Elem().FieldByName("Type").SetString("")
 			out3, err := Marshal(a)
 			require.NoError(t, err)
-			assert.Equal(t, want, string(out3))
+			assert.Equal(t, want, string(out3), "the discriminator is filled in on encode")
 		})
 	}
 	for _, at := range actionTypeValues {
 		assert.True(t, covered[string(at)], "testdata/actions.json has no %s example", at)
 	}
+	assert.Len(t, covered, len(actionTypeValues), "examples of types ActionType does not name")
+	assert.Len(t, actionTypeValues, 106, "AHP 1.0.0 has 106 action types: the 85 of 0.7.0 and 21 added by 0.8.0-1.0.0")
 }
 
-// TestActionsCoverSchema reads the StateAction union of the 0.7.0 schema
-// and fails for an action type that testdata/actions.json has no example
-// of, or that the generated ActionType does not name.
-func TestActionsCoverSchema(t *testing.T) {
-	dir := testenv.SpecDir(t, "0.7.0", "schema")
-	b, err := os.ReadFile(filepath.Join(dir, "actions.schema.json"))
-	require.NoError(t, err)
-	var schema struct {
-		Defs map[string]struct {
-			OneOf []struct {
-				Ref string `json:"$ref"`
-			} `json:"oneOf"`
-			Properties map[string]struct {
-				Const string `json:"const"`
-			} `json:"properties"`
-		} `json:"$defs"`
-	}
-	require.NoError(t, json.Unmarshal(b, &schema))
-
-	var types []string
-	var walk func(name string)
-	walk = func(name string) {
-		def, ok := schema.Defs[name]
-		require.True(t, ok, "the schema's StateAction refers to %s, which it does not define", name)
-		if len(def.OneOf) > 0 {
-			for _, m := range def.OneOf {
-				if n := strings.TrimPrefix(m.Ref, "#/$defs/"); n != "" {
-					walk(n)
-				}
-			}
-			return
-		}
-		typ := def.Properties["type"].Const
-		require.NotEmpty(t, typ, "%s has no fixed type", name)
-		types = append(types, typ)
-	}
-	walk("StateAction")
-	require.Greater(t, len(types), 80, "the 0.7.0 StateAction union lists some 85 action types")
-
-	examples := map[string]bool{}
-	for _, raw := range actionSamples(t) {
-		examples[sampleType(t, raw)] = true
-	}
-	known := map[string]bool{}
-	for _, at := range actionTypeValues {
-		known[string(at)] = true
-	}
-	for _, typ := range types {
-		assert.True(t, examples[typ], "testdata/actions.json has no example of %s", typ)
-		assert.True(t, known[typ], "ActionType has no constant for %s", typ)
-	}
-	assert.Equal(t, len(known), len(examples), "ActionType and the examples name as many types")
-}
-
-// TestClientDispatchable checks the table transcribed from
-// IS_CLIENT_DISPATCHABLE: it classifies every action type, and a few
-// well-known ones each way.
+// TestClientDispatchable checks the 1.0.0 table: it classifies every
+// action type, and the types 0.8.0-1.0.0 added as docs/protocol-versions.md
+// §11.1 lists them.
 func TestClientDispatchable(t *testing.T) {
 	for _, at := range actionTypeValues {
 		_, ok := clientDispatchable[at]
@@ -152,18 +99,29 @@ func TestClientDispatchable(t *testing.T) {
 	}
 	assert.Len(t, clientDispatchable, len(actionTypeValues))
 
-	assert.True(t, ClientDispatchable(string(ActionTypeChatTurnStarted)))
-	assert.True(t, ClientDispatchable("chat/toolCallConfirmed"))
-	assert.True(t, ClientDispatchable("annotations/entrySet"))
-	assert.True(t, ClientDispatchable("terminal/input"))
-	assert.False(t, ClientDispatchable(string(ActionTypeChatDelta)))
-	assert.False(t, ClientDispatchable("session/chatAdded"))
-	assert.False(t, ClientDispatchable("resourceWatch/changed"))
-	assert.False(t, ClientDispatchable("chat/fromTheFuture"))
-	assert.False(t, ClientDispatchable(""))
+	for _, typ := range []string{
+		"chat/turnStarted", "chat/toolCallConfirmed", "annotations/entrySet", "terminal/input", "terminal/claimed",
+		"session/customizationToggled", "annotations/updated",
+		"chat/turnResume", "chat/isReadChanged", "chat/isArchivedChanged", "session/mcpServerBackgroundRequested",
+		"session/workingDirectoryReplaced", "automation/createRequested", "automation/updateRequested",
+		"automation/removed", "automationRun/cancelRequested",
+	} {
+		assert.True(t, ClientDispatchable(typ), "%s is a client's", typ)
+	}
+	for _, typ := range []string{
+		"chat/delta", "chat/error", "session/chatAdded", "resourceWatch/changed",
+		"session/chatsReordered", "chat/movableChanged", "chat/changesetsChanged", "chat/backgroundWorkSet",
+		"chat/backgroundWorkRemoved", "chat/canvasesChanged", "canvas/stateChanged", "automation/set",
+		"automationRun/lifecycleChanged", "automationRun/sessionSet", "automationRun/sessionRemoved",
+		"automationRun/primarySessionChanged",
+		"chat/fromTheFuture", "channel/frame", "",
+	} {
+		assert.False(t, ClientDispatchable(typ), "%s is the server's alone", typ)
+	}
 }
 
-// TestActionTypeFilledOnEncode checks that callers never set Type by hand.
+// TestActionTypeFilledOnEncode checks that callers never set discriminators
+// by hand, on the shapes 1.0.0 added as well.
 func TestActionTypeFilledOnEncode(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -171,19 +129,27 @@ func TestActionTypeFilledOnEncode(t *testing.T) {
 		want   string
 	}{
 		{"pointer", Action(&SessionTitleChangedAction{Title: "Fix the build"}), `{"type":"session/titleChanged","title":"Fix the build"}`},
-		{"value", Action(SessionTitleChangedAction{Title: "x"}), `{"type":"session/titleChanged","title":"x"}`},
 		{"wrong type overwritten", Action(&SessionReadyAction{Type: "bogus"}), `{"type":"session/ready"}`},
 		{"approved", Action(&ChatToolCallApprovedAction{TurnID: "t", ToolCallID: "c", Confirmed: ToolCallConfirmationReasonUserAction}),
 			`{"type":"chat/toolCallConfirmed","turnId":"t","toolCallId":"c","approved":true,"confirmed":"user-action"}`},
 		{"denied", Action(&ChatToolCallDeniedAction{TurnID: "t", ToolCallID: "c", Reason: ToolCallCancellationReasonDenied}),
 			`{"type":"chat/toolCallConfirmed","turnId":"t","toolCallId":"c","approved":false,"reason":"denied"}`},
-		{"nested union variant", Action(&ChatResponsePartAction{TurnID: "t", Part: NewResponsePart(&MarkdownResponsePart{ID: "p", Content: "hi"})}),
-			`{"type":"chat/responsePart","turnId":"t","part":{"kind":"markdown","id":"p","content":"hi"}}`},
-		{"inline-named variant", Action(&SessionChatAddedAction{Summary: ChatSummary{Resource: "ahp-chat:/c", Title: "T", Status: SessionStatusIdle, ModifiedAt: "2026-01-01T00:00:00Z",
-			Origin: Ptr(NewChatOrigin(&ChatOriginFork{Chat: "ahp-chat:/main", TurnID: "t1"}))}}),
-			`{"type":"session/chatAdded","summary":{"resource":"ahp-chat:/c","title":"T","status":1,"modifiedAt":"2026-01-01T00:00:00Z","origin":{"kind":"fork","chat":"ahp-chat:/main","turnId":"t1"}}}`},
-		{"turn with required lists", Action(&ChatTurnsLoadedAction{Turns: []Turn{{ID: "t0", Message: Message{Text: "hi", Origin: MessageOrigin{Kind: MessageKindUser}}, State: TurnStateComplete}}}),
-			`{"type":"chat/turnsLoaded","turns":[{"id":"t0","message":{"text":"hi","origin":{"kind":"user"}},"responseParts":[],"state":"complete"}]}`},
+		{"error part inside chat/error", Action(&ChatErrorAction{TurnID: "t", Duration: 5, Part: ErrorResponsePart{Error: ErrorInfo{ErrorType: "x", Message: "m"}}}),
+			`{"type":"chat/error","turnId":"t","duration":5,"part":{"kind":"error","error":{"errorType":"x","message":"m"}}}`},
+		{"turn resume", Action(&ChatTurnResumeAction{TurnID: "t1"}), `{"type":"chat/turnResume","turnId":"t1"}`},
+		{"background work", Action(&ChatBackgroundWorkSetAction{Work: NewBackgroundWork(&BackgroundSubagentWork{ID: "w", Label: "L", StartedAt: "2026-01-01T00:00:00Z", Chat: "ahp-chat:/w"})}),
+			`{"type":"chat/backgroundWorkSet","work":{"id":"w","label":"L","startedAt":"2026-01-01T00:00:00Z","kind":"subagent","chat":"ahp-chat:/w"}}`},
+		{"terminal lifecycle", Action(&RootTerminalsChangedAction{Terminals: []TerminalInfo{{Resource: "ahp-terminal:/t", Title: "T",
+			Claim:     NewTerminalClaim(&TerminalSessionClaim{Session: "ahp-session:/s", Chat: "ahp-chat:/c"}),
+			Lifecycle: NewTerminalLifecycleState(&TerminalExitedLifecycleState{ExitCode: Ptr(int64(2))})}}}),
+			`{"type":"root/terminalsChanged","terminals":[{"resource":"ahp-terminal:/t","title":"T","claim":{"kind":"session","session":"ahp-session:/s","chat":"ahp-chat:/c"},"lifecycle":{"status":"exited","exitCode":2}}]}`},
+		{"enablement", Action(&SessionCustomizationToggledAction{ID: "p", Enablement: []CustomizationEnablement{
+			NewCustomizationEnablement(&CustomizationEnablementWorkspace{URI: "file:///r", Enabled: true})}}),
+			`{"type":"session/customizationToggled","id":"p","enablement":[{"kind":"workspace","uri":"file:///r","enabled":true}]}`},
+		{"required enablement list never null", Action(&SessionCustomizationToggledAction{ID: "p"}),
+			`{"type":"session/customizationToggled","id":"p","enablement":[]}`},
+		{"turn without error", Action(&ChatTurnsLoadedAction{Turns: []Turn{{ID: "t0", Message: Message{Text: "hi", Origin: MessageOrigin{Kind: MessageKindAutomation}}, State: TurnStateError}}}),
+			`{"type":"chat/turnsLoaded","turns":[{"id":"t0","message":{"text":"hi","origin":{"kind":"automation"}},"responseParts":[],"state":"error"}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,7 +158,7 @@ func TestActionTypeFilledOnEncode(t *testing.T) {
 			assert.JSONEq(t, tt.want, string(out))
 		})
 	}
-	assert.Equal(t, "chat/toolCallConfirmed", Action(&ChatToolCallDeniedAction{}).Type())
+	assert.Equal(t, "chat/turnResume", Action(&ChatTurnResumeAction{}).Type())
 	assert.Equal(t, "", StateAction{}.Type())
 }
 
@@ -210,9 +176,7 @@ func TestApprovedDenied(t *testing.T) {
 	require.True(t, ok, "got %T", a.Value)
 	assert.Equal(t, ToolCallConfirmationReasonSetting, ap.Confirmed)
 
-	// Neither true nor false: a variant this package does not know.
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"chat/toolCallConfirmed","turnId":"t","toolCallId":"c"}`), &a))
 	_, isRaw := a.Value.(json.RawMessage)
-	assert.True(t, isRaw, "got %T", a.Value)
-	assert.Equal(t, "chat/toolCallConfirmed", a.Type())
+	assert.True(t, isRaw, "neither true nor false: a variant this package does not know; got %T", a.Value)
 }

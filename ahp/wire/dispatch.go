@@ -1,13 +1,25 @@
 package wire
 
-// clientDispatchable says, for every action type of AHP 0.7.0, whether a
+// clientDispatchable says, for every action type of AHP 1.0.0, whether a
 // client may dispatch it (dispatchAction); the server alone produces the
-// others. It is transcribed from IS_CLIENT_DISPATCHABLE in
-// types/action-origin.generated.ts of the agent-host-protocol repository at
-// commit ea6fae67 (release: AHP 0.7.0), which that repository generates from
-// the Client*Action / Server*Action unions of its TypeScript types. Like the
-// original it lists every action type, so that a test can tell a new action
-// type that nobody classified from a server-only one.
+// others. Like IS_CLIENT_DISPATCHABLE in the agent-host-protocol
+// repository's types/action-origin.generated.ts, it lists every action
+// type, so that a test can tell a new action type that nobody classified
+// from a server-only one.
+//
+// The 0.7.0 action types keep the classification of ahp/v070/wire
+// (transcribed from action-origin.generated.ts at ea6fae67, release 0.7.0).
+// No 1.x action-origin.generated.ts could be read, so the 21 types added by
+// 0.8.0–1.0.0 are classified from the 0.9-era port of the reducers in the
+// .NET client (clients/dotnet/src/AgentHostProtocol/Reducers.cs, search
+// index #57368073052: chat/turnResume, session/workingDirectoryReplaced and
+// the automation requests are client actions) and from the descriptions in
+// schema/actions.schema.json at 0383429 ("Dispatched by a client" for
+// chat/isReadChanged and chat/isArchivedChanged; a client "requests" that the
+// host background an MCP server's startup; session/chatsReordered is
+// "host-emitted ... never originates from a client dispatch";
+// automationRun/cancelRequested "is the only client-dispatchable
+// automation-run action"). See docs/protocol-versions.md §11.1.
 var clientDispatchable = map[ActionType]bool{
 	ActionTypeRootAgentsChanged:                 false,
 	ActionTypeRootActiveSessionsChanged:         false,
@@ -94,6 +106,29 @@ var clientDispatchable = map[ActionType]bool{
 	ActionTypeTerminalCommandExecuted:           false,
 	ActionTypeTerminalCommandFinished:           false,
 	ActionTypeResourceWatchChanged:              false,
+
+	// Added by 0.8.0–1.0.0.
+	ActionTypeSessionChatsReordered:               false,
+	ActionTypeSessionWorkingDirectoryReplaced:     true,
+	ActionTypeSessionMcpServerBackgroundRequested: true,
+	ActionTypeChatTurnResume:                      true,
+	ActionTypeChatBackgroundWorkSet:               false,
+	ActionTypeChatBackgroundWorkRemoved:           false,
+	ActionTypeChatMovableChanged:                  false,
+	ActionTypeChatChangesetsChanged:               false,
+	ActionTypeChatCanvasesChanged:                 false,
+	ActionTypeCanvasStateChanged:                  false,
+	ActionTypeChatIsReadChanged:                   true,
+	ActionTypeChatIsArchivedChanged:               true,
+	ActionTypeAutomationCreateRequested:           true,
+	ActionTypeAutomationUpdateRequested:           true,
+	ActionTypeAutomationSet:                       false,
+	ActionTypeAutomationRemoved:                   true,
+	ActionTypeAutomationRunLifecycleChanged:       false,
+	ActionTypeAutomationRunSessionSet:             false,
+	ActionTypeAutomationRunSessionRemoved:         false,
+	ActionTypeAutomationRunPrimarySessionChanged:  false,
+	ActionTypeAutomationRunCancelRequested:        true,
 }
 
 // ClientDispatchable reports whether a client may dispatch an action of the

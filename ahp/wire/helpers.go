@@ -7,7 +7,7 @@ import (
 )
 
 // ProtocolVersion is the AHP version these types describe.
-const ProtocolVersion = "0.7.0"
+const ProtocolVersion = "1.0.0"
 
 // Ptr returns a pointer to a copy of v; handy for optional fields:
 // wire.Ptr("title").
@@ -146,7 +146,10 @@ func (t *ToolInput) UnmarshalJSON(b []byte) error {
 
 // SessionStatus is the bitset summarising what a session (or chat) is doing.
 // It is an unsigned 32-bit integer on the wire, as in every AHP client; bits
-// this package does not know are kept as they are.
+// this package does not know are kept as they are (TypeScript
+// @nonexhaustive: a later version may add bits). In 1.0.0 the IsRead and
+// IsArchived bits of a chat are the chat's own (chat/isReadChanged,
+// chat/isArchivedChanged), independent of its session's.
 type SessionStatus uint32
 
 // SessionStatus bits (TypeScript SessionStatus). InputNeeded includes the
@@ -199,15 +202,15 @@ const (
 	CodeInternalError  = -32603
 )
 
-// AHP application error codes (TypeScript AhpErrorCodes; the schemas'
-// AhpErrorCode enum stops at -32010 and misses Conflict).
+// AHP application error codes (the schemas' AhpErrorCode). -32006, once
+// ContentNotFound, is unassigned since 0.9.0 and reserved: it has no constant
+// here so that nothing sends it; a missing resource is CodeNotFound.
 const (
 	CodeSessionNotFound            = -32001
 	CodeProviderNotFound           = -32002
 	CodeSessionAlreadyExists       = -32003
 	CodeTurnInProgress             = -32004
 	CodeUnsupportedProtocolVersion = -32005 // data: UnsupportedProtocolVersionErrorData
-	CodeContentNotFound            = -32006
 	CodeAuthRequired               = -32007 // data: AuthRequiredErrorData
 	CodeNotFound                   = -32008
 	CodePermissionDenied           = -32009 // data: PermissionDeniedErrorData
@@ -215,7 +218,10 @@ const (
 	CodeConflict                   = -32011
 )
 
-// Methods of the requests a client sends to the server (TypeScript CommandMap).
+// Methods of the requests a client sends to the server (TypeScript
+// CommandMap). The schemas name params types, not methods; the four 1.0.0
+// added (moveChat and the automation commands) are named in the schemas'
+// own descriptions ({@link RunAutomationParams | runAutomation}, …).
 const (
 	MethodInitialize               = "initialize"
 	MethodPing                     = "ping"
@@ -244,6 +250,18 @@ const (
 	MethodSessionConfigCompletions = "sessionConfigCompletions"
 	MethodCompletions              = "completions"
 	MethodInvokeChangesetOperation = "invokeChangesetOperation"
+
+	// MethodMoveChat moves a chat within or between sessions (1.0.0).
+	MethodMoveChat = "moveChat"
+	// MethodListAutomationTriggerDefinitions lists the event-trigger types
+	// of a prospective automation (root channel; 0.9.0).
+	MethodListAutomationTriggerDefinitions = "listAutomationTriggerDefinitions"
+	// MethodRunAutomation starts a manual automation run (ahp-automations://;
+	// 0.9.0).
+	MethodRunAutomation = "runAutomation"
+	// MethodFetchAutomationRuns pages older runs into an automation's state
+	// (ahp-automations://; 0.9.0).
+	MethodFetchAutomationRuns = "fetchAutomationRuns"
 )
 
 // Methods of the notifications a client sends (TypeScript ClientNotificationMap).
@@ -252,7 +270,9 @@ const (
 	MethodDispatchAction = "dispatchAction"
 )
 
-// Methods of the notifications the server sends (TypeScript ServerNotificationMap).
+// Methods of the notifications the server sends (TypeScript
+// ServerNotificationMap). The channel/* and tcp/* notifications of 1.1.0 are
+// not AHP 1.0.0 and have no constants.
 const (
 	MethodAction                    = "action"
 	MethodRootSessionAdded          = "root/sessionAdded"
@@ -267,6 +287,10 @@ const (
 
 // RootChannel is the URI of the root channel.
 const RootChannel = "ahp-root://"
+
+// AutomationsChannel is the URI of the automation catalogue channel (0.9.0),
+// the channel of runAutomation and fetchAutomationRuns.
+const AutomationsChannel = "ahp-automations://"
 
 // As decodes the snapshot's state into dst, a pointer to the state type the
 // snapshot's resource calls for (*RootState for ahp-root://, *SessionState

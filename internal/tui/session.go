@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Exit codes of a prompt or a follow, as `ahp-bridge client` documents them.

@@ -18,11 +18,31 @@ import (
 type overrides struct {
 	// Comment says where the overrides come from; the generator ignores it.
 	Comment string `json:"comment"`
+	// Source, when set, says where the schemas come from (a repository, a
+	// commit, how they were obtained); the header of every generated file
+	// repeats it, so that the provenance travels with the code.
+	Source string `json:"source"`
+	// Drop lists what the schemas define but the generated package must
+	// not have, typically what a later protocol version added to schemas
+	// taken from its development branch. An entry "Def" drops a definition
+	// and every oneOf/anyOf member that refers to it; "Def.prop" drops one
+	// property (and its entry in "required"). Dropping happens before any
+	// other section applies; a reference left to a dropped definition is an
+	// error, so that nothing is dropped by halves.
+	Drop []string `json:"drop"`
 	// External maps schema names to Go types written by hand (or to builtins).
 	External map[string]string `json:"external"`
 	// Enums are string enums with member names. A schema definition of the
 	// same name (an "enum" without member names) must list the same values.
 	Enums map[string]enumDef `json:"enums"`
+	// Replace gives definitions the schemas do have a schema of their own,
+	// for a shape the schema generator loses: a TypeScript union of one
+	// member (SessionOrigin = AutomationSessionOrigin) is a plain reference
+	// in the schemas, so a variant of a kind the version does not know would
+	// decode into the one it does and lose its members; written as a oneOf,
+	// it becomes a union that keeps unknown variants whole. A replacement
+	// without a description keeps the schema's.
+	Replace map[string]*Schema `json:"replace"`
 	// Defs are extra definitions: types the schemas leave out, or names for
 	// inline objects that Patches refer to.
 	Defs map[string]*Schema `json:"defs"`
@@ -63,8 +83,16 @@ type hoistDef struct {
 }
 
 type enumDef struct {
-	Doc    string      `json:"doc"`
-	Values []enumValue `json:"values"`
+	Doc string `json:"doc"`
+	// Comment says where the member names come from; the generator ignores it.
+	Comment string      `json:"comment"`
+	Values  []enumValue `json:"values"`
+	// Open, when set, says whether later protocol versions may add values
+	// (TypeScript @nonexhaustive) or not (@exhaustive). The enum then
+	// documents it and gets an Open method, so that validating code can tell
+	// an unknown value to pass on from an invalid one. Unset, nothing is
+	// said (the schemas of older versions do not tell).
+	Open *bool `json:"open"`
 }
 
 type enumValue struct {
@@ -128,17 +156,33 @@ type namedInt struct {
 type generator struct {
 	// pkg and version name the package and the AHP version in the output.
 	pkg, version string
-	defs         map[string]*Schema
-	ov           *overrides
-	structs      map[string]*structDef
-	unions       map[string]*unionDef
-	aliases      map[string]*aliasDef
-	ints         map[string]*namedInt
+	// source is overrides.source, for the header.
+	source  string
+	defs    map[string]*Schema
+	ov      *overrides
+	structs map[string]*structDef
+	unions  map[string]*unionDef
+	aliases map[string]*aliasDef
+	ints    map[string]*namedInt
 	// building guards against building a definition twice.
 	building map[string]bool
 }
 
 func newGenerator(defs map[string]*Schema, ov *overrides) (*generator, error) {
+	if err := drop(defs, ov.Drop); err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(ov.Replace) {
+		old := defs[name]
+		if old == nil {
+			return nil, fmt.Errorf("overrides.json replace %q: no such definition in the schemas", name)
+		}
+		s := *ov.Replace[name]
+		if s.Description == "" {
+			s.Description = old.Description
+		}
+		defs[name] = &s
+	}
 	for name, s := range ov.Defs {
 		if _, ok := defs[name]; ok {
 			return nil, fmt.Errorf("overrides.json defines %q, which the schemas already define", name)
@@ -168,6 +212,7 @@ func newGenerator(defs map[string]*Schema, ov *overrides) (*generator, error) {
 	return &generator{
 		pkg:      "wire",
 		version:  "unknown",
+		source:   ov.Source,
 		defs:     defs,
 		ov:       ov,
 		structs:  map[string]*structDef{},

@@ -3,7 +3,7 @@ package reducer
 import (
 	"maps"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Root applies a to the root state s.

@@ -3,7 +3,7 @@ package reducer
 import (
 	"slices"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Changeset applies a to the changeset state s.

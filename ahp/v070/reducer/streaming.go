@@ -3,7 +3,7 @@ package reducer
 import (
 	"unsafe"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // maxStreamingBuffers bounds how many texts a Streaming keeps a buffer for;

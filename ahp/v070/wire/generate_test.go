@@ -18,7 +18,7 @@ import (
 func TestGeneratedCodeUpToDate(t *testing.T) {
 	schema := testenv.SpecDir(t, "0.7.0", "schema")
 	out := t.TempDir()
-	cmd := exec.Command("go", "run", "../internal/wiregen", "-schema", schema,
+	cmd := exec.Command("go", "run", "../../internal/wiregen", "-schema", schema,
 		"-overrides", "overrides.json", "-pkg", "wire", "-version", "0.7.0", "-out", out)
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "running the generator: %s", msg)
@@ -34,7 +34,7 @@ func TestGeneratedCodeUpToDate(t *testing.T) {
 		want, err := os.ReadFile(g)
 		require.NoError(t, err)
 		got, err := os.ReadFile(name)
-		require.NoError(t, err, "%s is generated but not committed; run go generate ./ahp/wire", name)
-		assert.True(t, string(want) == string(got), "%s is out of date; run go generate ./ahp/wire", name)
+		require.NoError(t, err, "%s is generated but not committed; run go generate ./ahp/v070/wire", name)
+		assert.True(t, string(want) == string(got), "%s is out of date; run go generate ./ahp/v070/wire", name)
 	}
 }

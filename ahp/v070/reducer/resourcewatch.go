@@ -1,6 +1,6 @@
 package reducer
 
-import "github.com/ahp-bridge/ahp-bridge/ahp/wire"
+import "github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 
 // ResourceWatch applies a to the resource-watch state s. A watch's state is
 // only its descriptor, fixed when the watch is created; resourceWatch/changed

@@ -1,6 +1,6 @@
 package reducer
 
-import "github.com/ahp-bridge/ahp-bridge/ahp/wire"
+import "github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 
 // Terminal applies a to the terminal state s.
 func Terminal(s *wire.TerminalState, a wire.StateAction, clock Clock) {

@@ -3,7 +3,7 @@ package reducer
 import (
 	"encoding/json"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Chat applies a to the chat state s.

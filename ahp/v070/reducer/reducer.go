@@ -19,7 +19,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Clock returns the current time in milliseconds since the Unix epoch.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // BenchmarkChatDelta streams n 64-byte chat/delta actions into one markdown

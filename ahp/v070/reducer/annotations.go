@@ -3,7 +3,7 @@ package reducer
 import (
 	"slices"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Annotations applies a to the annotations state s. Every annotations action

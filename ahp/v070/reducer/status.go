@@ -3,7 +3,7 @@ package reducer
 import (
 	"math"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // WithInputNeeded returns status with its activity bits following whether

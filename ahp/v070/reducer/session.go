@@ -3,7 +3,7 @@ package reducer
 import (
 	"slices"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
 // Session applies a to the session state s. The session reducer keeps no
