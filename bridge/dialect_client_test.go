@@ -11,9 +11,9 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3wire "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
