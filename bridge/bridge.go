@@ -28,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
@@ -387,11 +388,28 @@ func (b *Bridge) ResourceRead(ctx context.Context, params wire.ResourceReadParam
 			return r.ReadResult(want), nil
 		}
 	}
-	return wire.ResourceReadResult{}, fmt.Errorf("%w: %s", ErrNotFound, params.URI)
+	return wire.ResourceReadResult{}, notFoundError{uri: params.URI}
 }
 
 // ErrNotFound is returned for resources the bridge does not serve.
 var ErrNotFound = errors.New("resource not found")
+
+// notFoundError is ResourceRead's error for a URI the bridge does not
+// serve: it is ErrNotFound, and the host answers it with AHP's NotFound
+// code rather than as an internal error.
+type notFoundError struct{ uri string }
+
+func (e notFoundError) Error() string { return ErrNotFound.Error() + ": " + e.uri }
+
+func (e notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func (e notFoundError) As(target any) bool {
+	p, ok := target.(**host.Error)
+	if ok {
+		*p = host.Errorf(host.CodeNotFound, "%s", e.Error())
+	}
+	return ok
+}
 
 // Close ends every running turn as cancelled, closes the backend sessions
 // and the providers (which stop their agent processes), and waits for the

@@ -325,3 +325,19 @@ func TestWaitTurnCancelledByShutdown(t *testing.T) {
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
 	assert.True(t, r.prov.session(chat1).isClosed())
 }
+
+// TestResourceReadOfAnUnknownURIIsNotFound: a URI the bridge does not serve
+// is answered with AHP's NotFound (-32008), not as an internal error
+// (-32603), which is what `ahpx content file:///…` got.
+func TestResourceReadOfAnUnknownURIIsNotFound(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{WorkingDirectories: []string{"file:///work/p"}}, nil)
+	for _, uri := range []string{"file:///work/p/README.md", "ahp-bridge:/nope/content/0"} {
+		_, err := r.b.ResourceRead(t.Context(), wire.ResourceReadParams{Channel: wire.RootChannel, URI: uri})
+		require.ErrorIs(t, err, ErrNotFound, uri)
+		var rpc *host.Error
+		require.ErrorAs(t, err, &rpc, "%s: the host sends a *host.Error's code; any other error becomes -32603", uri)
+		assert.Equal(t, host.CodeNotFound, rpc.Code, uri)
+		assert.Contains(t, rpc.Message, uri)
+	}
+}
