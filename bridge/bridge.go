@@ -152,9 +152,15 @@ func (b *Bridge) publishAgents() error {
 }
 
 // learnModels records the settings an agent reported for a provider and
-// republishes the root agent list when its models changed.
-func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption) {
+// republishes the root agent list when its models changed. Only a backend
+// session's first report (opening) sets the current values new sessions
+// start from; a later one (a client's choice in that session) keeps the
+// values already learned for the settings it repeats.
+func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption, opening bool) {
 	b.mu.Lock()
+	if !opening {
+		opts = keepCurrent(opts, b.options[provider])
+	}
 	b.options[provider] = opts
 	b.mu.Unlock()
 	var models []backend.ModelInfo
@@ -180,6 +186,22 @@ func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption) {
 	}
 }
 
+// keepCurrent returns opts with the current value of every setting that
+// known also has taken from known.
+func keepCurrent(opts, known []backend.ConfigOption) []backend.ConfigOption {
+	out := make([]backend.ConfigOption, len(opts))
+	copy(out, opts)
+	for i := range out {
+		for _, k := range known {
+			if k.ID == out[i].ID {
+				out[i].Current = k.Current
+				break
+			}
+		}
+	}
+	return out
+}
+
 func sameModels(a, b []backend.ModelInfo) bool {
 	if len(a) != len(b) {
 		return false
@@ -195,9 +217,9 @@ func sameModels(a, b []backend.ModelInfo) bool {
 const rootChannel = "ahp-root://"
 
 // ResolveSessionConfig implements host.ConfigResolver: the settings the
-// provider's agent reported for its last session, so that new sessions
-// start with a schema clients can change. An agent not yet started has
-// none.
+// provider's agent reported for its sessions, with the values it opened the
+// last one with, so that new sessions start with a schema clients can
+// change. An agent not yet started has none.
 func (b *Bridge) ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState {
 	b.mu.Lock()
 	opts := b.options[provider]
