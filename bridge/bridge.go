@@ -28,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
@@ -151,9 +152,15 @@ func (b *Bridge) publishAgents() error {
 }
 
 // learnModels records the settings an agent reported for a provider and
-// republishes the root agent list when its models changed.
-func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption) {
+// republishes the root agent list when its models changed. Only a backend
+// session's first report (opening) sets the current values new sessions
+// start from; a later one (a client's choice in that session) keeps the
+// values already learned for the settings it repeats.
+func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption, opening bool) {
 	b.mu.Lock()
+	if !opening {
+		opts = keepCurrent(opts, b.options[provider])
+	}
 	b.options[provider] = opts
 	b.mu.Unlock()
 	var models []backend.ModelInfo
@@ -179,6 +186,22 @@ func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption) {
 	}
 }
 
+// keepCurrent returns opts with the current value of every setting that
+// known also has taken from known.
+func keepCurrent(opts, known []backend.ConfigOption) []backend.ConfigOption {
+	out := make([]backend.ConfigOption, len(opts))
+	copy(out, opts)
+	for i := range out {
+		for _, k := range known {
+			if k.ID == out[i].ID {
+				out[i].Current = k.Current
+				break
+			}
+		}
+	}
+	return out
+}
+
 func sameModels(a, b []backend.ModelInfo) bool {
 	if len(a) != len(b) {
 		return false
@@ -194,9 +217,9 @@ func sameModels(a, b []backend.ModelInfo) bool {
 const rootChannel = "ahp-root://"
 
 // ResolveSessionConfig implements host.ConfigResolver: the settings the
-// provider's agent reported for its last session, so that new sessions
-// start with a schema clients can change. An agent not yet started has
-// none.
+// provider's agent reported for its sessions, with the values it opened the
+// last one with, so that new sessions start with a schema clients can
+// change. An agent not yet started has none.
 func (b *Bridge) ResolveSessionConfig(ctx context.Context, provider string) wire.SessionConfigState {
 	b.mu.Lock()
 	opts := b.options[provider]
@@ -387,11 +410,28 @@ func (b *Bridge) ResourceRead(ctx context.Context, params wire.ResourceReadParam
 			return r.ReadResult(want), nil
 		}
 	}
-	return wire.ResourceReadResult{}, fmt.Errorf("%w: %s", ErrNotFound, params.URI)
+	return wire.ResourceReadResult{}, notFoundError{uri: params.URI}
 }
 
 // ErrNotFound is returned for resources the bridge does not serve.
 var ErrNotFound = errors.New("resource not found")
+
+// notFoundError is ResourceRead's error for a URI the bridge does not
+// serve: it is ErrNotFound, and the host answers it with AHP's NotFound
+// code rather than as an internal error.
+type notFoundError struct{ uri string }
+
+func (e notFoundError) Error() string { return ErrNotFound.Error() + ": " + e.uri }
+
+func (e notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func (e notFoundError) As(target any) bool {
+	p, ok := target.(**host.Error)
+	if ok {
+		*p = host.Errorf(host.CodeNotFound, "%s", e.Error())
+	}
+	return ok
+}
 
 // Close ends every running turn as cancelled, closes the backend sessions
 // and the providers (which stop their agent processes), and waits for the

@@ -325,3 +325,43 @@ func TestWaitTurnCancelledByShutdown(t *testing.T) {
 	assert.Equal(t, wire.TurnStateCancelled, turn.State)
 	assert.True(t, r.prov.session(chat1).isClosed())
 }
+
+// TestResourceReadOfAnUnknownURIIsNotFound: a URI the bridge does not serve
+// is answered with AHP's NotFound (-32008), not as an internal error
+// (-32603), which is what `ahpx content file:///…` got.
+func TestResourceReadOfAnUnknownURIIsNotFound(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{WorkingDirectories: []string{"file:///work/p"}}, nil)
+	for _, uri := range []string{"file:///work/p/README.md", "ahp-bridge:/nope/content/0"} {
+		_, err := r.b.ResourceRead(t.Context(), wire.ResourceReadParams{Channel: wire.RootChannel, URI: uri})
+		require.ErrorIs(t, err, ErrNotFound, uri)
+		var rpc *host.Error
+		require.ErrorAs(t, err, &rpc, "%s: the host sends a *host.Error's code; any other error becomes -32603", uri)
+		assert.Equal(t, host.CodeNotFound, rpc.Code, uri)
+		assert.Contains(t, rpc.Message, uri)
+	}
+}
+
+// TestNewSessionsStartFromTheAgentsDefaults: the settings offered for a new
+// session (resolveSessionConfig, and a new session's first config) are what
+// the agent reported when it opened a session, not what a client later chose
+// in another one. ahpx creates every session with the resolved values, so a
+// model picked in one session used to become every later session's model.
+func TestNewSessionsStartFromTheAgentsDefaults(t *testing.T) {
+	r := newRig(t, mapping.PolicyAsk)
+	r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
+	cfg := r.b.ResolveSessionConfig(t.Context(), "fake")
+	require.Equal(t, "m1", cfg.Values["model"], "the agent opened its session on m1")
+
+	r.host.client(r.b, sess1, wire.Action(&wire.SessionConfigChangedAction{Config: map[string]any{"model": "m3"}}))
+	be := r.prov.session(chat1)
+	require.Equal(t, []string{"set model=m3"}, be.callLog())
+	r.host.waitFor("the session's config to follow the agent", func() bool {
+		return r.host.sessions[sess1].Config != nil && r.host.sessions[sess1].Config.Values["model"] == "m3"
+	})
+
+	cfg = r.b.ResolveSessionConfig(t.Context(), "fake")
+	assert.Equal(t, "m1", cfg.Values["model"], "a new session still starts on the agent's default")
+	assert.Equal(t, "m1", cfg.Schema.Properties["model"].Default)
+	assert.Len(t, cfg.Schema.Properties["model"].Enum, 3, "the choices are still learned")
+}

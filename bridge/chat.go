@@ -58,6 +58,10 @@ type chat struct {
 	refused   string
 	terminals []string
 	disposed  bool
+	// configSeen is set once the backend session has reported its settings
+	// for the first time: that first report is the agent's defaults for a
+	// new session, later ones are this chat's own choices.
+	configSeen bool
 }
 
 type pendingPermission struct {
@@ -171,7 +175,8 @@ func (c *chat) Event(ev backend.Event) {
 	case backend.CommandsChanged:
 		c.commands = e.Commands
 	case backend.ConfigChanged:
-		c.b.learnModels(c.sess.providerID, e.Options)
+		c.b.learnModels(c.sess.providerID, e.Options, !c.configSeen)
+		c.configSeen = true
 		if m := mapping.CurrentModel(e.Options); m != "" {
 			c.model = m
 		}

@@ -658,6 +658,45 @@ func TestQueuedWhileCreatingStartsWhenReady(t *testing.T) {
 	assert.Equal(t, "q1", *e.Action.Value.(*wire.ChatTurnStartedAction).QueuedMessageID)
 }
 
+// TestTurnStartedWhileCreating: a client may start the first turn before
+// the session is ready (AHP's "provisional" sessions: the 0.5.0 and 0.7.0
+// session reducers keep the turn's status across session/ready, fixture
+// 147). ahpx does exactly that when it sees lifecycle "creating" after
+// subscribing; the host used to reject the turn, and ahpx waited forever.
+// The handler gets the turn at once and runs it once its agent is ready.
+func TestTurnStartedWhileCreating(t *testing.T) {
+	hs := newHarness(t, Options{})
+	ready := make(chan struct{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns, b.holdReady = false, ready })
+	c := hs.dial(t, "c")
+	c.initialize()
+	uri := "demo:/provisional"
+	c.mustCall("createSession", map[string]any{"channel": uri, "provider": "fake"}, nil)
+	var st wire.SessionState
+	require.NoError(t, json.Unmarshal(c.subscribe(uri).State, &st))
+	require.Equal(t, wire.SessionLifecycleCreating, st.Lifecycle)
+	s := testSession{uri: uri, chat: *st.DefaultChat}
+	c.subscribe(s.chat)
+	c.accepted(s.chat, &wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("first")})
+	hs.handler.waitAction(t, "the handler to get the turn", func(r recordedAction) bool {
+		return r.channel == s.chat && r.typ == string(wire.ActionTypeChatTurnStarted)
+	})
+	close(ready)
+	c.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionReady))
+	assert.Equal(t, "t1", hs.readChat(t, s.chat).ActiveTurn.ID, "session/ready leaves the turn running")
+
+	// A session that failed to start takes no turns.
+	hs.handler.set(func(b *fakeHandler) { b.holdReady, b.failCreate = nil, true })
+	failed := "demo:/failed"
+	c.mustCall("createSession", map[string]any{"channel": failed, "provider": "fake"}, nil)
+	require.NoError(t, json.Unmarshal(c.subscribe(failed).State, &st))
+	if st.Lifecycle == wire.SessionLifecycleCreating {
+		c.nextEnvelope(isAction(failed, wire.ActionTypeSessionCreationFailed))
+	}
+	c.subscribe(*st.DefaultChat)
+	assert.Contains(t, c.rejected(*st.DefaultChat, &wire.ChatTurnStartedAction{TurnID: "t2", Message: userMsg("late")}), "creationFailed")
+}
+
 // TestCreateSessionRefusesRelativeWorkingDirectories: a working directory
 // must be absolute on this machine; anything else is the client's error,
 // said at once rather than as a failed session.

@@ -68,8 +68,12 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 	st := ch.chat.st
 	switch x := a.Value.(type) {
 	case *wire.ChatTurnStartedAction:
-		if sess := ch.group.session; sess.session.Lifecycle != wire.SessionLifecycleReady {
-			return fmt.Sprintf("the session is %s, not ready; turns can start once it is ready", sess.session.Lifecycle)
+		// A turn may start while the session is still being created (AHP's
+		// provisional sessions; ahpx sends its first prompt then): the
+		// handler holds it until its agent is ready. A session that failed
+		// to start takes none.
+		if sess := ch.group.session; sess.session.Lifecycle == wire.SessionLifecycleCreationFailed {
+			return fmt.Sprintf("the session is %s; it takes no turns", sess.session.Lifecycle)
 		}
 		if st.ActiveTurn != nil {
 			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)

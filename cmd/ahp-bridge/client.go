@@ -60,6 +60,18 @@ func clientFlags(a *clientArgs, watch *bool) *flag.FlagSet {
 	return fs
 }
 
+// isSessionURI reports whether uri can name a session: ahp-session:/…, or
+// any other "scheme:/path" URI whose scheme is not one of AHP's own
+// (ahp-chat:, ahp-root:, …), such as the <provider>:/<uuid> an ahpx (AHP
+// 0.5.x) client names its sessions with, which the host keeps and lists.
+func isSessionURI(uri string) bool {
+	i := strings.Index(uri, ":/")
+	if i <= 0 || len(uri) <= i+2 || strings.ContainsAny(uri, " \t\r\n") {
+		return false
+	}
+	return strings.HasPrefix(uri, "ahp-session:") || !strings.HasPrefix(uri, "ahp-")
+}
+
 // parseClientArgs parses flags and positional arguments in any order:
 // `client URL --json PROMPT` and `client --json URL PROMPT` are the same.
 // A "--" ends the flags; everything after it is prompt text.
@@ -103,8 +115,8 @@ func parseClientArgs(args []string) (clientArgs, *flag.FlagSet, error) {
 		return a, fs, argErrorf("--approve-all and --deny-all exclude each other")
 	case a.Session != "" && (a.Provider != "" || a.Cwd != ""):
 		return a, fs, argErrorf("--session joins an existing session; --provider and --cwd only apply to new ones")
-	case a.Session != "" && !strings.HasPrefix(a.Session, "ahp-session:"):
-		return a, fs, argErrorf("--session wants a session URI (ahp-session:/…), not %q", a.Session)
+	case a.Session != "" && !isSessionURI(a.Session):
+		return a, fs, argErrorf("--session wants a session URI (ahp-session:/…, or an ahpx session's <provider>:/…), not %q", a.Session)
 	case watch && a.Session == "":
 		return a, fs, argErrorf("--watch follows an existing session: give its --session URI")
 	case watch && a.Prompt != "":

@@ -48,6 +48,12 @@ func TestParseClientArgs(t *testing.T) {
 		{name: "approve and deny", args: []string{url, "--approve-all", "--deny-all", "hi"}, wantErr: "exclude each other"},
 		{name: "session with provider", args: []string{url, "--session", "ahp-session:/a", "--provider", "p", "hi"}, wantErr: "only apply to new ones"},
 		{name: "session not a uri", args: []string{url, "--session", "abc", "hi"}, wantErr: "wants a session URI"},
+		// ahpx (AHP 0.5.x) names its sessions <provider>:/<uuid>; the host
+		// keeps that URI, and listSessions shows it to every client.
+		{name: "join an ahpx session", args: []string{url, "--session", "demo:/5ac4da4c-9522-4e3e-a2c4-617b1491f155", "go"},
+			want: clientArgs{URL: url, Prompt: "go", Options: tui.Options{Session: "demo:/5ac4da4c-9522-4e3e-a2c4-617b1491f155"}}},
+		{name: "session is a chat", args: []string{url, "--session", "ahp-chat:/abc", "hi"}, wantErr: "wants a session URI"},
+		{name: "session is the root", args: []string{url, "--session", "ahp-root://", "hi"}, wantErr: "wants a session URI"},
 		{name: "unknown flag", args: []string{url, "--nope", "hi"}, wantErr: "unknown flag --nope"},
 	}
 	for _, tc := range tests {
