@@ -181,19 +181,33 @@ func (h *Host) newChatLocked(g *sessionGroup, uri string, st wire.ChatState) *ch
 	return ch
 }
 
-func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
+// lockLive returns the live channel uri of the given kind with its lock
+// held, or the error that it does not exist.
+func (h *Host) lockLive(uri string, kind chanKind) (*channel, *Error) {
 	ch := h.lookup(uri)
-	if ch == nil || ch.kind != chanSession {
-		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
+	if ch != nil && ch.kind == kind {
+		ch.mu.Lock()
+		if !ch.removed {
+			return ch, nil
+		}
+		ch.mu.Unlock()
+	}
+	switch kind {
+	case chanSession:
+		return nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri)
+	case chanChat:
+		return nil, Errorf(CodeNotFound, "chat %s does not exist", uri)
+	}
+	return nil, notFoundError(uri)
+}
+
+func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
+	ch, err := h.lockLive(uri, chanSession)
+	if err != nil {
+		h.reply(r, nil, err)
 		return
 	}
 	g := ch.group
-	g.mu.Lock()
-	if ch.removed {
-		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
-		return
-	}
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
 	}
@@ -305,18 +319,12 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 
 // disposeChat removes a chat that is not its session's default one.
 func (h *Host) disposeChat(ctx context.Context, r *request, uri string) {
-	ch := h.lookup(uri)
-	if ch == nil || ch.kind != chanChat {
-		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", uri))
+	ch, err := h.lockLive(uri, chanChat)
+	if err != nil {
+		h.reply(r, nil, err)
 		return
 	}
 	g := ch.group
-	g.mu.Lock()
-	if ch.removed {
-		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", uri))
-		return
-	}
 	if g.defaultChat() == ch {
 		g.mu.Unlock()
 		h.reply(r, nil, Errorf(CodeInvalidParams, "chat %s is its session's default chat; dispose the session instead", uri))
