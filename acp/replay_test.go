@@ -322,8 +322,22 @@ func openReplaySession(t *testing.T, p *Provider, sid, dir string, model string)
 	rec := newRecorder()
 	s, err := p.OpenSession(waitCtx(t), backend.SessionOptions{SessionID: sid, Cwd: dir, Model: model}, rec)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	t.Cleanup(func() {
+		// Not t.Context(): it is over when cleanups run. An agent whose
+		// replay did not reach its end never answers session/close.
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
 	return s, rec
+}
+
+// settle waits until every event the session has queued reached the
+// recorder: events are delivered by the session's own goroutine, after the
+// call that caused them returned.
+func settle(t *testing.T, s backend.Session) {
+	t.Helper()
+	require.NoError(t, s.(*session).queue.flush(waitCtx(t)))
 }
 
 // eventsOf returns the events of type T a recorder got.
