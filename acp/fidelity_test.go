@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -278,7 +279,12 @@ func TestCrashedAgentNamesItsLastStderrLines(t *testing.T) {
 	p := NewProvider(Config{ID: "crash", Command: []string{os.Args[0]},
 		Env: []string{replayEnv + "=" + path, "GORACE=atexit_sleep_ms=0"}},
 		zerolog.New(&logs).Level(zerolog.DebugLevel))
-	t.Cleanup(func() { _ = p.Close(waitCtx(t)) })
+	t.Cleanup(func() {
+		// Not t.Context(): it is over when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_ = p.Close(ctx)
+	})
 	s, _ := openReplaySession(t, p, "ahp-session:/x1", t.TempDir(), "")
 	r := prompt(t, s, "crash")
 	require.Error(t, r.err)
