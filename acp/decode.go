@@ -32,6 +32,11 @@ const (
 // does not expose a config option with category "mode".
 const ModeOptionID = "mode"
 
+// ModelOptionID is the ConfigOption ID under which the models an agent
+// reports outside config options (session/new `models`) are reported when
+// it does not expose a config option with category "model".
+const ModelOptionID = "model"
+
 // DecodeUpdate turns the `update` object of an ACP session/update
 // notification into backend events. It works on the raw JSON rather than on
 // acp-go-sdk's types so that ACP v2 kinds (tool_call_content_chunk),
@@ -231,18 +236,30 @@ func decodeKind(kind string, raw json.RawMessage) ([]backend.Event, error) {
 		}
 		return []backend.Event{backend.TitleChanged{Title: *title}}, nil
 	case kindUsageUpdate:
-		// ACP's usage_update reports the context window: tokens used so far
-		// and the window size. Used is the input the model currently sees.
+		// The context window (tokens the conversation occupies, the
+		// window's size) and the session's cost: not tokens a turn spent.
+		// claude-agent-acp sends `used: null` at times: a figure it does
+		// not know, left out without a word.
 		var u struct {
-			Used *int64 `json:"used"`
+			Used *float64 `json:"used"`
+			Size *float64 `json:"size"`
+			Cost *struct {
+				Amount   *float64 `json:"amount"`
+				Currency string   `json:"currency"`
+			} `json:"cost"`
+			Meta map[string]any `json:"_meta"`
 		}
 		if err := json.Unmarshal(raw, &u); err != nil {
 			return nil, err
 		}
-		if u.Used == nil {
-			return nil, errors.New("used is missing")
+		cu := backend.ContextUsage{Used: tokenCount(u.Used), Size: tokenCount(u.Size), Meta: u.Meta}
+		if u.Cost != nil && u.Cost.Amount != nil {
+			cu.Cost = &backend.Cost{Amount: *u.Cost.Amount, Currency: u.Cost.Currency}
 		}
-		return []backend.Event{backend.UsageUpdate{Usage: backend.Usage{InputTokens: *u.Used}}}, nil
+		if cu.Used == nil && cu.Size == nil && cu.Cost == nil {
+			return nil, nil
+		}
+		return []backend.Event{cu}, nil
 	default:
 		// user_message_chunk (replayed user input), unstable plan_update /
 		// plan_removed, `_`-custom kinds and future kinds.
@@ -339,14 +356,20 @@ func decodeToolCall(raw json.RawMessage, update bool) (backend.ToolCall, error) 
 		// ACP: a new tool call's status defaults to pending.
 		tc.Status = backend.ToolPending
 	}
-	if !isNull(u.RawInput) {
+	if !isNull(u.RawInput) && !isEmptyObject(u.RawInput) {
+		// claude-code-acp reports a call as the model starts it, with the
+		// input `{}` that is still to stream: that says nothing.
 		tc.RawInput = cloneRaw(u.RawInput)
 	}
 	if !isNull(u.RawOutput) {
 		tc.RawOutput = cloneRaw(u.RawOutput)
 	}
-	for _, l := range u.Locations {
-		tc.Locations = append(tc.Locations, backend.Location(l))
+	if u.Locations != nil {
+		// Present and empty clears the locations; absent leaves them.
+		tc.Locations = make([]backend.Location, 0, len(u.Locations))
+		for _, l := range u.Locations {
+			tc.Locations = append(tc.Locations, backend.Location(l))
+		}
 	}
 	switch {
 	case u.Content == nil:
@@ -545,6 +568,95 @@ func DecodeModes(raw json.RawMessage) (*backend.ConfigOption, error) {
 	return o, nil
 }
 
+// DecodeModels decodes the `models` of a session/new result, which
+// claude-code-acp and claude-agent-acp send outside the ACP schema
+// ({availableModels: [{modelId, name, description}], currentModelId}),
+// into a config option with ID ModelOptionID and category "model". A
+// missing or null value yields nil.
+func DecodeModels(raw json.RawMessage) (*backend.ConfigOption, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var m struct {
+		CurrentModelID  string `json:"currentModelId"`
+		AvailableModels []struct {
+			ModelID     string  `json:"modelId"`
+			Name        string  `json:"name"`
+			Description *string `json:"description"`
+		} `json:"availableModels"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	o := &backend.ConfigOption{ID: ModelOptionID, Name: "Model", Category: "model", Current: m.CurrentModelID}
+	for _, am := range m.AvailableModels {
+		v := backend.ConfigValue{ID: am.ModelID, Name: am.Name}
+		if v.Name == "" {
+			v.Name = am.ModelID
+		}
+		if am.Description != nil {
+			v.Description = *am.Description
+		}
+		o.Values = append(o.Values, v)
+	}
+	return o, nil
+}
+
+// DecodePromptUsage decodes the `usage` of a session/prompt result (ACP,
+// unstable: inputTokens, outputTokens, cachedReadTokens,
+// cachedWriteTokens, thoughtTokens, totalTokens). Only counts the agent
+// sent are set and marked in Reported; a missing or null value, or one
+// without any count, yields nil.
+func DecodePromptUsage(raw json.RawMessage) (*backend.Usage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var u struct {
+		InputTokens       *float64 `json:"inputTokens"`
+		OutputTokens      *float64 `json:"outputTokens"`
+		CachedReadTokens  *float64 `json:"cachedReadTokens"`
+		CachedWriteTokens *float64 `json:"cachedWriteTokens"`
+		ThoughtTokens     *float64 `json:"thoughtTokens"`
+		TotalTokens       *float64 `json:"totalTokens"`
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	out := &backend.Usage{}
+	for _, f := range []struct {
+		v    *float64
+		dst  *int64
+		flag backend.UsageFields
+	}{
+		{u.InputTokens, &out.InputTokens, backend.UsageInput},
+		{u.OutputTokens, &out.OutputTokens, backend.UsageOutput},
+		{u.CachedReadTokens, &out.CachedInputTokens, backend.UsageCacheRead},
+		{u.CachedWriteTokens, &out.CacheWriteTokens, backend.UsageCacheWrite},
+		{u.ThoughtTokens, &out.ThoughtTokens, backend.UsageThought},
+		{u.TotalTokens, &out.TotalTokens, backend.UsageTotal},
+	} {
+		if n := tokenCount(f.v); n != nil {
+			*f.dst = *n
+			out.Reported |= f.flag
+		}
+	}
+	if out.Reported == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// tokenCount turns a JSON number into a count of tokens. Agents written in
+// JavaScript may send any number, so fractions are cut and negative or
+// absurd values dropped rather than shown.
+func tokenCount(v *float64) *int64 {
+	if v == nil || *v < 0 || *v > 1e15 {
+		return nil
+	}
+	n := int64(*v)
+	return &n
+}
+
 // scalarString renders a JSON string, bool or number as a string.
 func scalarString(raw json.RawMessage) string {
 	if isNull(raw) {
@@ -559,6 +671,15 @@ func scalarString(raw json.RawMessage) string {
 		return strconv.FormatBool(b)
 	}
 	return string(bytes.TrimSpace(raw))
+}
+
+// isEmptyObject reports whether raw is the JSON object {}.
+func isEmptyObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+		return false
+	}
+	return len(bytes.TrimSpace(t[1:len(t)-1])) == 0
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -67,6 +67,7 @@ func TestDecodeUpdateGolden(t *testing.T) {
 // wrong golden file cannot hide a wrong rule.
 func TestDecodeUpdateSemantics(t *testing.T) {
 	str := func(s string) *string { return &s }
+	i64 := func(n int64) *int64 { return &n }
 	tests := []struct {
 		name string
 		in   string
@@ -99,7 +100,18 @@ func TestDecodeUpdateSemantics(t *testing.T) {
 		{"no title", `{"sessionUpdate":"session_info_update"}`, nil},
 		{"mode", `{"sessionUpdate":"current_mode_update","currentModeId":"m"}`,
 			[]backend.Event{backend.ConfigChanged{Options: []backend.ConfigOption{{ID: ModeOptionID, Name: "Mode", Category: "mode", Current: "m"}}}}},
-		{"usage", `{"sessionUpdate":"usage_update","used":5,"size":9}`, []backend.Event{backend.UsageUpdate{Usage: backend.Usage{InputTokens: 5}}}},
+		{"usage is the context window", `{"sessionUpdate":"usage_update","used":5,"size":9}`,
+			[]backend.Event{backend.ContextUsage{Used: i64(5), Size: i64(9)}}},
+		{"usage with cost and meta", `{"sessionUpdate":"usage_update","used":5,"size":9,"cost":{"amount":0.25,"currency":"USD"},"_meta":{"_claude/model":"m"}}`,
+			[]backend.Event{backend.ContextUsage{Used: i64(5), Size: i64(9), Cost: &backend.Cost{Amount: 0.25, Currency: "USD"}, Meta: map[string]any{"_claude/model": "m"}}}},
+		{"usage with used null keeps the rest", `{"sessionUpdate":"usage_update","used":null,"size":9}`,
+			[]backend.Event{backend.ContextUsage{Size: i64(9)}}},
+		{"usage with nothing known says nothing", `{"sessionUpdate":"usage_update","used":null}`, nil},
+		{"usage without used", `{"sessionUpdate":"usage_update","size":3}`, []backend.Event{backend.ContextUsage{Size: i64(3)}}},
+		{"empty raw input says nothing", `{"sessionUpdate":"tool_call","toolCallId":"b","title":"Terminal","rawInput":{ }}`,
+			[]backend.Event{backend.ToolCall{ID: "b", Title: "Terminal", Status: backend.ToolPending}}},
+		{"empty locations clear", `{"sessionUpdate":"tool_call_update","toolCallId":"b","locations":[]}`,
+			[]backend.Event{backend.ToolCall{ID: "b", Update: true, Locations: []backend.Location{}}}},
 		{"custom kind", `{"sessionUpdate":"_x","a":1}`, []backend.Event{backend.Custom{Kind: "_x", Raw: json.RawMessage(`{"sessionUpdate":"_x","a":1}`)}}},
 		{"user message kept as custom", `{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"u"}}`,
 			[]backend.Event{backend.Custom{Kind: "user_message_chunk", Raw: json.RawMessage(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"u"}}`)}}},
@@ -128,7 +140,7 @@ func TestDecodeUpdateErrors(t *testing.T) {
 		{"plan entries wrong", `{"sessionUpdate":"plan","entries":"x"}`, "plan"},
 		{"config option without id", `{"sessionUpdate":"config_option_update","configOptions":[{"name":"x"}]}`, "no id"},
 		{"mode missing", `{"sessionUpdate":"current_mode_update"}`, "currentModeId is missing"},
-		{"usage missing", `{"sessionUpdate":"usage_update","size":3}`, "used is missing"},
+		{"usage not a number", `{"sessionUpdate":"usage_update","used":"many"}`, "usage_update"},
 		{"title wrong type", `{"sessionUpdate":"session_info_update","title":3}`, "title"},
 	}
 	for _, tt := range tests {

@@ -143,35 +143,47 @@ func (s *session) readTextFile(p string, line, limit *int) (string, error) {
 // writeTextFile implements fs/write_text_file: the file is written to a
 // temporary file next to it and renamed into place, so readers never see
 // half a file. Missing parent directories inside the working directory
-// are created.
+// are created. When the file did not exist, a fileCreated for it is
+// queued once it has been written, so the turn shows it as created.
 func (s *session) writeTextFile(p, content string) error {
 	clean, rerr := s.confine(p)
 	if rerr != nil {
 		return rerr
 	}
+	created, err := s.writeConfined(p, clean, content)
+	if err == nil && created {
+		s.queue.push(queueItem{event: fileCreated{path: clean}})
+	}
+	return err
+}
+
+// writeConfined writes the file of writeTextFile, clean being p confined;
+// created says the file did not exist before.
+func (s *session) writeConfined(p, clean, content string) (created bool, _ error) {
 	target := clean
 	mode := fs.FileMode(0o644)
 	if _, err := os.Lstat(clean); err == nil {
 		real, rerr := s.resolveExisting(clean)
 		if rerr != nil {
-			return rerr
+			return false, rerr
 		}
 		rfi, err := os.Stat(real)
 		if err != nil {
-			return fsError(codeInternal, "writing %q: %v", p, err)
+			return false, fsError(codeInternal, "writing %q: %v", p, err)
 		}
 		if rfi.IsDir() {
-			return fsError(codeInvalidParams, "%q is a directory, not a file", p)
+			return false, fsError(codeInvalidParams, "%q is a directory, not a file", p)
 		}
 		if isDevice(rfi) || !rfi.Mode().IsRegular() {
-			return fsError(codeInvalidParams, "%q is not a regular file", p)
+			return false, fsError(codeInvalidParams, "%q is not a regular file", p)
 		}
 		target = real
 		mode = rfi.Mode().Perm()
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	} else {
 		// New file: the nearest existing ancestor must resolve inside.
+		created = true
 		dir := filepath.Dir(clean)
 		anc := dir
 		for {
@@ -185,16 +197,16 @@ func (s *session) writeTextFile(p, content string) error {
 			anc = parent
 		}
 		if _, rerr := s.resolveExisting(anc); rerr != nil {
-			return rerr
+			return false, rerr
 		}
 		if anc != dir {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fsError(codeInternal, "creating the directory of %q: %v", p, err)
+				return false, fsError(codeInternal, "creating the directory of %q: %v", p, err)
 			}
 		}
 		realDir, rerr := s.resolveExisting(dir)
 		if rerr != nil {
-			return rerr
+			return false, rerr
 		}
 		target = filepath.Join(realDir, filepath.Base(clean))
 	}
@@ -202,7 +214,7 @@ func (s *session) writeTextFile(p, content string) error {
 	dir := filepath.Dir(target)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	tmpName := tmp.Name()
 	ok := false
@@ -213,21 +225,21 @@ func (s *session) writeTextFile(p, content string) error {
 	}()
 	if _, err := tmp.WriteString(content); err != nil {
 		_ = tmp.Close()
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	if err := tmp.Sync(); err != nil {
 		_ = tmp.Close()
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	if err := os.Chmod(tmpName, mode); err != nil {
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	if err := os.Rename(tmpName, target); err != nil {
-		return fsError(codeInternal, "writing %q: %v", p, err)
+		return false, fsError(codeInternal, "writing %q: %v", p, err)
 	}
 	ok = true
-	return nil
+	return created, nil
 }

@@ -28,6 +28,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if path := os.Getenv(replayEnv); path != "" {
+		if err := replayAgentMain(path); err != nil {
+			fmt.Fprintln(os.Stderr, "replay agent:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
@@ -32,6 +33,11 @@ const (
 	maxOrphanSessions = 16
 	maxOrphanUpdates  = 1024
 )
+
+// stderrTailLines is how many of the agent's last stderr lines are kept
+// for the error shown when it dies: enough for a stack trace and the
+// messages before it, which is where agents say why they stopped.
+const stderrTailLines = 64
 
 // lockedWriter serialises whole-message writes to the agent's stdin: the
 // SDK writes its messages and this package writes permission responses.
@@ -99,10 +105,111 @@ type agentProc struct {
 	done       chan struct{} // closed when every goroutine of the process has ended
 	exitErr    error
 
+	// noSetModel is set once the agent answered session/set_model with
+	// "method not found", so later model changes go straight to
+	// session/set_config_option.
+	noSetModel atomic.Bool
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	orphans  map[string][]json.RawMessage
 	killNote string // why we killed the process, if we did
+	calls    map[string]chan rawResponse
+	nextCall int
+	callsEnd bool // the process is gone: no call will be answered
+}
+
+// rawResponse is the answer to a request sent with call.
+type rawResponse struct {
+	result json.RawMessage
+	err    error
+}
+
+// callIDPrefix starts the ids of the requests this package sends itself.
+// The SDK numbers its requests, so a string id never meets one of its own.
+const callIDPrefix = "ahp-bridge-"
+
+// call sends a request to the agent and returns its result as raw JSON,
+// bypassing the SDK, whose typed results drop what the schema it was
+// generated from does not have (session/new `models`) or turn absent
+// numbers into zeros (session/prompt `usage`), and which has no method for
+// session/set_model. An error answer comes back as *sdk.RequestError, the
+// agent's death as its exit error.
+func (a *agentProc) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s request: %w", method, err)
+	}
+	ch := make(chan rawResponse, 1)
+	a.mu.Lock()
+	if a.callsEnd {
+		a.mu.Unlock()
+		return nil, a.exitError()
+	}
+	a.nextCall++
+	id := fmt.Sprintf("%s%d", callIDPrefix, a.nextCall)
+	a.calls[id] = ch
+	a.mu.Unlock()
+	a.writeMessage(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": json.RawMessage(p)})
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		a.mu.Lock()
+		delete(a.calls, id)
+		a.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// answerCall delivers a response to a request sent with call. It reports
+// false when id is not one of those.
+func (a *agentProc) answerCall(id json.RawMessage, line []byte) bool {
+	var key string
+	if json.Unmarshal(id, &key) != nil || !strings.HasPrefix(key, callIDPrefix) {
+		return false
+	}
+	a.mu.Lock()
+	ch := a.calls[key]
+	delete(a.calls, key)
+	a.mu.Unlock()
+	if ch == nil {
+		// Its caller gave up waiting.
+		return true
+	}
+	var m struct {
+		Result json.RawMessage   `json:"result"`
+		Error  *sdk.RequestError `json:"error"`
+	}
+	switch err := json.Unmarshal(line, &m); {
+	case err != nil:
+		ch <- rawResponse{err: fmt.Errorf("the agent's response cannot be read: %w", err)}
+	case m.Error != nil:
+		ch <- rawResponse{err: m.Error}
+	default:
+		ch <- rawResponse{result: m.Result}
+	}
+	return true
+}
+
+// endCalls fails every request sent with call that is still unanswered:
+// the process is gone.
+func (a *agentProc) endCalls() {
+	a.mu.Lock()
+	calls := a.calls
+	a.calls = nil
+	a.callsEnd = true
+	a.mu.Unlock()
+	for _, ch := range calls {
+		ch <- rawResponse{err: a.exitError()}
+	}
+}
+
+// isMethodNotFound reports whether err is the agent's JSON-RPC "method not
+// found" answer.
+func isMethodNotFound(err error) bool {
+	var re *sdk.RequestError
+	return errors.As(err, &re) && re.Code == -32601
 }
 
 // startProc starts the agent process and its reader goroutines. It does not
@@ -147,13 +254,14 @@ func startProc(p *Provider) (*agentProc, error) {
 		stdin:      &lockedWriter{w: inW},
 		stdout:     outR,
 		stderr:     errR,
-		tail:       &tailLines{max: 20},
+		tail:       &tailLines{max: stderrTailLines},
 		pumpDone:   make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
 		sessions:   make(map[string]*session),
 		orphans:    make(map[string][]json.RawMessage),
+		calls:      make(map[string]chan rawResponse),
 	}
 	a.sdkR, a.sdkW = io.Pipe()
 	a.conn = sdk.NewClientSideConnection(&clientHandler{a: a}, a.stdin, a.sdkR)
@@ -323,7 +431,10 @@ func (a *agentProc) drainStderr() {
 	for sc.Scan() {
 		line := sc.Text()
 		a.tail.add(line)
-		a.log.Info().Str("stream", "stderr").Msg(line)
+		// Debug: agents write progress and chatter there at a rate that
+		// would drown the bridge's own log; what matters when the agent
+		// dies is kept in the tail and shown in its exit error.
+		a.log.Debug().Str("stream", "stderr").Msg(line)
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
 		a.log.Warn().Err(err).Msg("reading agent stderr")
@@ -374,6 +485,7 @@ func (a *agentProc) wait() {
 	// in flight, so a failing Prompt has delivered that event too. The SDK
 	// sees EOF only now, so callers told "peer disconnected" find exitErr.
 	a.p.procExited(a)
+	a.endCalls()
 	_ = a.sdkW.Close()
 	<-a.conn.Done()
 }
@@ -447,6 +559,9 @@ func (a *agentProc) route(line []byte) error {
 		return nil
 	}
 	isRequest := len(env.ID) > 0 && !isNull(env.ID) && env.Method != ""
+	if len(env.ID) > 0 && env.Method == "" && a.answerCall(env.ID, line) {
+		return nil
+	}
 	switch {
 	case env.Method == sdk.ClientMethodSessionUpdate && len(env.ID) == 0:
 		a.routeUpdate(env.Params)

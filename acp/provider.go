@@ -15,6 +15,15 @@
 // DecodeUpdate) and so that a flood of updates can never overflow the SDK's
 // bounded notification queue: they go to an unbounded per-session queue
 // drained by one goroutine per session.
+//
+// For the same reason session/new, session/prompt, session/set_config_option
+// and session/set_model are sent by this package itself (agentProc.call)
+// and their results read raw: the SDK's typed results drop what its schema
+// lacks (claude-code-acp's `models` in the session/new result), turn counts
+// the agent did not send into zeros (the prompt result's `usage`), cannot
+// tell an empty option list from none, and the SDK has no session/set_model.
+// The SDK still serves the agent's requests to the client (fs, terminals)
+// and sends initialize, session/set_mode, session/cancel and session/close.
 package acp
 
 import (

@@ -69,10 +69,36 @@ type session struct {
 	perms      map[*pendingPerm]struct{}
 	suppress   *agentProc // agent we killed ourselves: no Disconnected for it
 	terms      map[string]*terminal
-	nextTermN  int
 	options    []backend.ConfigOption // the agent's configOptions
 	modes      *backend.ConfigOption  // the agent's legacy session modes
+	models     *backend.ConfigOption  // the agent's session/new `models`
+	// optionCats holds the categories the agent has ever given a config
+	// option. Legacy modes or models stand in for a category only while it
+	// has none: once the agent moved a category to config options, a list
+	// without it means it removed the setting, and the legacy value it sent
+	// at session/new must not come back.
+	optionCats map[string]bool
+
+	// Used by the queue goroutine only (handle).
+	tools   map[string]*trackedTool // the tool calls of the current turn
+	created map[string]bool         // files fs/write_text_file created this turn
 }
+
+// trackedTool is what the session remembers of a tool call of the current
+// turn, to merge its `_meta` and to mark the diffs of files it created.
+type trackedTool struct {
+	reported bool // a tool_call or tool_call_update named it (not only a permission request)
+	meta     map[string]any
+	content  []backend.ToolContent
+}
+
+// turnStarted is queued when a Prompt starts: the tool calls and created
+// files tracked for the previous turn are forgotten.
+type turnStarted struct{}
+
+// fileCreated is queued when fs/write_text_file created a file (path is
+// absolute and clean).
+type fileCreated struct{ path string }
 
 var _ backend.Session = (*session)(nil)
 
@@ -115,9 +141,12 @@ func newSession(p *Provider, opts backend.SessionOptions, sink backend.Sink) (*s
 	}
 	s := &session{
 		p: p, opts: opts, cwd: cwd, cwdReal: real, sink: sink,
-		log:   p.log.With().Str("session", opts.SessionID).Logger(),
-		perms: make(map[*pendingPerm]struct{}),
-		terms: make(map[string]*terminal),
+		log:        p.log.With().Str("session", opts.SessionID).Logger(),
+		perms:      make(map[*pendingPerm]struct{}),
+		terms:      make(map[string]*terminal),
+		optionCats: make(map[string]bool),
+		tools:      make(map[string]*trackedTool),
+		created:    make(map[string]bool),
 	}
 	if p.cfg.CoalesceText {
 		s.text.emit = sink.Event
@@ -132,11 +161,16 @@ func (s *session) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+	// Raw, not through the SDK: its typed result has no `models`.
+	raw, err := a.call(ctx, sdk.AgentMethodSessionNew, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 	if err != nil {
 		return a.describeErr("creating the agent session", err)
 	}
-	id := string(resp.SessionId)
+	var resp newSessionResult
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return fmt.Errorf("creating the agent session: the agent's answer cannot be read: %w", err)
+	}
+	id := resp.SessionID
 	if id == "" {
 		return errors.New("creating the agent session: the agent returned no session id")
 	}
@@ -161,28 +195,31 @@ func (s *session) create(ctx context.Context) error {
 	return nil
 }
 
-// setInitialConfig records the modes and config options of session/new
-// and reports them as a ConfigChanged event.
-func (s *session) setInitialConfig(resp sdk.NewSessionResponse) error {
-	var opts []backend.ConfigOption
-	var modes *backend.ConfigOption
+// newSessionResult is the part of a session/new result this package reads.
+type newSessionResult struct {
+	SessionID     string          `json:"sessionId"`
+	ConfigOptions json.RawMessage `json:"configOptions"`
+	Modes         json.RawMessage `json:"modes"`
+	Models        json.RawMessage `json:"models"`
+}
+
+// setInitialConfig records the config options, modes and models of
+// session/new and reports them as a ConfigChanged event. What cannot be
+// read is left out; the error says what it was.
+func (s *session) setInitialConfig(resp newSessionResult) error {
 	var errs []error
-	if len(resp.ConfigOptions) > 0 {
-		raw, err := json.Marshal(resp.ConfigOptions)
-		if err == nil {
-			opts, err = DecodeConfigOptions(raw)
-		}
+	opts, err := DecodeConfigOptions(resp.ConfigOptions)
+	if err != nil {
+		opts = nil
 		errs = append(errs, err)
 	}
-	if resp.Modes != nil {
-		raw, err := json.Marshal(resp.Modes)
-		if err == nil {
-			modes, err = DecodeModes(raw)
-		}
-		errs = append(errs, err)
-	}
+	modes, err := DecodeModes(resp.Modes)
+	errs = append(errs, err)
+	models, err := DecodeModels(resp.Models)
+	errs = append(errs, err)
 	s.mu.Lock()
-	s.options, s.modes = opts, modes
+	s.options, s.modes, s.models = opts, modes, models
+	s.noteCategoriesLocked()
 	all := s.allOptionsLocked()
 	s.mu.Unlock()
 	s.p.setModels(all)
@@ -190,26 +227,40 @@ func (s *session) setInitialConfig(resp sdk.NewSessionResponse) error {
 	return errors.Join(errs...)
 }
 
+// noteCategoriesLocked records the categories of the config options.
+func (s *session) noteCategoriesLocked() {
+	for _, o := range s.options {
+		if o.Category != "" {
+			s.optionCats[o.Category] = true
+		}
+	}
+}
+
 // allOptionsLocked is the session's full settings: the config options plus
-// the legacy modes unless a config option already covers the mode.
+// the legacy modes and models, each unless the agent has given its
+// category a config option (see optionCats).
 func (s *session) allOptionsLocked() []backend.ConfigOption {
-	out := make([]backend.ConfigOption, 0, len(s.options)+1)
+	out := make([]backend.ConfigOption, 0, len(s.options)+2)
 	out = append(out, s.options...)
-	if s.modes != nil && !hasCategory(s.options, "mode") {
-		m := *s.modes
-		m.Values = append([]backend.ConfigValue(nil), m.Values...)
-		out = append(out, m)
+	for _, l := range s.legacyLocked() {
+		o := *l
+		o.Values = append([]backend.ConfigValue(nil), o.Values...)
+		out = append(out, o)
 	}
 	return out
 }
 
-func hasCategory(opts []backend.ConfigOption, cat string) bool {
-	for _, o := range opts {
-		if o.Category == cat {
-			return true
-		}
+// legacyLocked returns the legacy settings that are in force: the modes
+// and models of session/new whose category has no config option.
+func (s *session) legacyLocked() []*backend.ConfigOption {
+	var out []*backend.ConfigOption
+	if s.modes != nil && !s.optionCats["mode"] {
+		out = append(out, s.modes)
 	}
-	return false
+	if s.models != nil && !s.optionCats["model"] {
+		out = append(out, s.models)
+	}
+	return out
 }
 
 // applyModel selects the model the bridge asked for, if it is not current.
@@ -226,8 +277,9 @@ func (s *session) applyModel(ctx context.Context, a *agentProc, id string) error
 	return s.setConfigOn(ctx, a, id, "model", s.opts.Model)
 }
 
-// findOptionLocked finds a setting by ID, or by category for "model" and
-// "mode". legacy reports the option is the session modes.
+// findOptionLocked finds a setting in force by ID, or by category for
+// "model" and "mode". legacy reports the option is the session modes or
+// models of session/new.
 func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legacy bool) {
 	for i := range s.options {
 		if s.options[i].ID == key {
@@ -239,8 +291,10 @@ func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legac
 			return &s.options[i], false
 		}
 	}
-	if s.modes != nil && (key == ModeOptionID || key == "mode") {
-		return s.modes, true
+	for _, l := range s.legacyLocked() {
+		if l.ID == key || l.Category == key {
+			return l, true
+		}
 	}
 	return nil, false
 }
@@ -250,7 +304,16 @@ func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legac
 func (s *session) handle(it queueItem) {
 	if it.raw == nil {
 		s.text.flush()
-		if ev, ok := it.event.(backend.Event); ok {
+		switch ev := it.event.(type) {
+		case turnStarted:
+			clear(s.tools)
+			clear(s.created)
+		case fileCreated:
+			s.markCreated(ev.path)
+		case backend.PermissionRequest:
+			ev.ToolCall = s.trackTool(ev.ToolCall, false)
+			s.sink.Event(ev)
+		case backend.Event:
 			s.sink.Event(ev)
 		}
 		return
@@ -266,12 +329,138 @@ func (s *session) handle(it queueItem) {
 		evs = s.mergeConfig(kind, evs)
 	}
 	for _, ev := range evs {
-		if s.text.emit != nil {
-			s.text.add(ev)
-		} else {
-			s.sink.Event(ev)
+		if tc, ok := ev.(backend.ToolCall); ok {
+			ev = s.trackTool(tc, true)
+		}
+		s.emit(ev)
+	}
+}
+
+// emit passes an event on from the queue goroutine.
+func (s *session) emit(ev backend.Event) {
+	if s.text.emit != nil {
+		s.text.add(ev)
+	} else {
+		s.sink.Event(ev)
+	}
+}
+
+// trackTool records a tool call event of the current turn and completes it
+// as backend.ToolCall documents: a re-sent full description of a known call
+// becomes an update, Meta is the call's `_meta` merged so far, and diffs of
+// files created this turn are marked Created. update says tc comes from a
+// tool_call or tool_call_update, not from a permission request.
+func (s *session) trackTool(tc backend.ToolCall, update bool) backend.ToolCall {
+	if tc.ID == "" {
+		return tc
+	}
+	tt := s.tools[tc.ID]
+	if tt == nil {
+		tt = &trackedTool{}
+		s.tools[tc.ID] = tt
+	}
+	known := tt.reported
+	tt.reported = tt.reported || update
+	if known && !tc.Update {
+		// claude-code-acp sends a second tool_call once the model's input
+		// is complete, with the real title and input.
+		tc.Update = true
+		if tc.ContentMode == backend.ContentUnchanged {
+			tc.ContentMode = backend.ContentReplace
+			tc.Content = []backend.ToolContent{}
 		}
 	}
+	if tc.Meta != nil {
+		tt.meta = mergeMeta(tt.meta, tc.Meta)
+		tc.Meta = cloneMeta(tt.meta)
+	}
+	if len(tc.Content) > 0 {
+		tc.Content = append([]backend.ToolContent(nil), tc.Content...)
+		for i := range tc.Content {
+			if c := &tc.Content[i]; c.Type == "diff" && s.created[s.absPath(c.Path)] {
+				c.Created = true
+			}
+		}
+	}
+	switch tc.ContentMode {
+	case backend.ContentReplace:
+		tt.content = append([]backend.ToolContent(nil), tc.Content...)
+	case backend.ContentAppend:
+		tt.content = append(tt.content, tc.Content...)
+	}
+	return tc
+}
+
+// markCreated records a file fs/write_text_file created, and re-reports the
+// content of the tool calls with a diff of it, now marked Created: the diff
+// alone cannot say so (its OldText is "" when the model created the file
+// with an edit of empty text, and nil as well when it overwrote a file).
+func (s *session) markCreated(path string) {
+	s.created[path] = true
+	for id, tt := range s.tools {
+		changed := false
+		for i := range tt.content {
+			if c := &tt.content[i]; c.Type == "diff" && !c.Created && s.absPath(c.Path) == path {
+				c.Created = true
+				changed = true
+			}
+		}
+		if changed {
+			s.emit(backend.ToolCall{ID: id, Update: true, ContentMode: backend.ContentReplace,
+				Content: append([]backend.ToolContent(nil), tt.content...)})
+		}
+	}
+}
+
+// absPath makes a path from the agent absolute and clean, relative paths
+// being taken relative to the working directory, so the paths of diffs and
+// of fs requests compare.
+func (s *session) absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// mergeMeta merges the `_meta` of a tool call event into what the call had:
+// objects are merged key by key, other values replace, null removes.
+func mergeMeta(into, from map[string]any) map[string]any {
+	if into == nil {
+		into = make(map[string]any, len(from))
+	}
+	for k, v := range from {
+		if v == nil {
+			delete(into, k)
+			continue
+		}
+		sub, ok := v.(map[string]any)
+		old, oldOK := into[k].(map[string]any)
+		if ok && oldOK {
+			into[k] = mergeMeta(old, sub)
+			continue
+		}
+		if ok {
+			v = mergeMeta(nil, sub) // a copy: later merges change it in place
+		}
+		into[k] = v
+	}
+	return into
+}
+
+// cloneMeta copies a merged `_meta` for an event, so the tracked one can
+// change afterwards without the event changing with it.
+func cloneMeta(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = cloneMeta(sub)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // mergeConfig folds a config update into the session's settings and
@@ -286,19 +475,22 @@ func (s *session) mergeConfig(kind string, evs []backend.Event) []backend.Event 
 	}
 	s.mu.Lock()
 	if kind == kindConfigOptionUpdate {
+		// The list replaces the settings: an option missing from it is gone.
 		s.options = cc.Options
+		s.noteCategoriesLocked()
 	} else if len(cc.Options) == 1 {
 		cur := cc.Options[0].Current
-		switch {
-		case s.modes != nil && !hasCategory(s.options, "mode"):
-			s.modes.Current = cur
-		case hasCategory(s.options, "mode"):
-			for i := range s.options {
-				if s.options[i].Category == "mode" {
-					s.options[i].Current = cur
-				}
+		found := false
+		for i := range s.options {
+			if s.options[i].Category == "mode" {
+				s.options[i].Current = cur
+				found = true
 			}
-		default:
+		}
+		switch {
+		case s.modes != nil:
+			s.modes.Current = cur
+		case !found:
 			m := cc.Options[0]
 			s.modes = &m
 		}
@@ -397,6 +589,8 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		return backend.TurnResult{StopReason: backend.StopCancelled}, err
 	}
 	defer endPrompt()
+	// The tool calls of the previous turn are done with.
+	s.queue.push(queueItem{event: turnStarted{}})
 	endEarly := func() {
 		s.mu.Lock()
 		t.ended = true
@@ -418,7 +612,15 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 	}
 	blocks := promptBlocks(pr, a.caps.PromptCapabilities.EmbeddedContext)
 
-	resp, perr := a.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: blocks})
+	// Raw, not through the SDK: its typed usage turns counts the agent did
+	// not send into zeros.
+	raw, perr := a.call(ctx, sdk.AgentMethodSessionPrompt, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: blocks})
+	if perr != nil && ctx.Err() != nil && !a.isExited() {
+		// Nobody waits for this turn any more: the agent is told to stop it.
+		if cerr := a.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sdk.SessionId(id)}); cerr != nil {
+			s.log.Warn().Err(cerr).Msg("could not tell the agent to stop an abandoned turn")
+		}
+	}
 
 	s.mu.Lock()
 	t.ended = true
@@ -450,20 +652,29 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		}
 		return backend.TurnResult{}, a.describeErr("prompt", perr)
 	}
+	var resp struct {
+		StopReason string          `json:"stopReason"`
+		Usage      json.RawMessage `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return backend.TurnResult{}, fmt.Errorf("prompt: the agent's answer cannot be read: %w", err)
+	}
 	res := backend.TurnResult{StopReason: backend.StopReason(resp.StopReason)}
 	if res.StopReason == "" && cancelled {
 		res.StopReason = backend.StopCancelled
 	}
-	if u := resp.Usage; u != nil {
-		res.Usage = &backend.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)}
-		if u.CachedReadTokens != nil {
-			res.Usage.CachedInputTokens = int64(*u.CachedReadTokens)
-		}
+	u, err := DecodePromptUsage(resp.Usage)
+	if err != nil {
+		// The turn itself ended well: its figures are only left out.
+		s.log.Warn().Err(err).Str("usage", clip(resp.Usage, 300)).Msg("the agent's token usage for the turn cannot be read; it is not reported")
+	}
+	if u != nil {
 		s.mu.Lock()
 		if o, _ := s.findOptionLocked("model"); o != nil {
-			res.Usage.Model = o.Current
+			u.Model = o.Current
 		}
 		s.mu.Unlock()
+		res.Usage = u
 	}
 	return res, nil
 }
@@ -614,16 +825,25 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 	s.mu.Lock()
 	o, legacy := s.findOptionLocked(key)
 	var optID string
-	boolean := false
+	boolean, model := false, false
 	if o != nil {
 		optID = o.ID
 		boolean = isBooleanOption(*o)
+		model = o.Category == "model"
 	}
 	s.mu.Unlock()
 	if o == nil {
 		return fmt.Errorf("the agent has no setting %q", key)
 	}
-	if legacy {
+	if model {
+		done, err := s.setModel(ctx, a, id, value)
+		if done || err != nil {
+			return err
+		}
+		if legacy {
+			return fmt.Errorf("changing the model to %q: the agent does not know session/set_model and offers no model config option", value)
+		}
+	} else if legacy {
 		if _, err := a.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: sdk.SessionId(id), ModeId: sdk.SessionModeId(value)}); err != nil {
 			return a.describeErr("setting the mode", err)
 		}
@@ -645,17 +865,29 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 	} else {
 		req.ValueId = &sdk.SetSessionConfigOptionValueId{ConfigId: sdk.SessionConfigId(optID), SessionId: sdk.SessionId(id), Value: sdk.SessionConfigValueId(value)}
 	}
-	resp, err := a.conn.SetSessionConfigOption(ctx, req)
+	// Raw, so that an empty list (every option removed) is told apart from
+	// an answer without one.
+	raw, err := a.call(ctx, sdk.AgentMethodSessionSetConfigOption, req)
 	if err != nil {
 		return a.describeErr(fmt.Sprintf("setting %q", key), err)
 	}
-	opts := []backend.ConfigOption(nil)
-	if raw, merr := json.Marshal(resp.ConfigOptions); merr == nil {
-		opts, err = DecodeConfigOptions(raw)
+	var resp struct {
+		ConfigOptions json.RawMessage `json:"configOptions"`
+	}
+	var opts []backend.ConfigOption
+	if err := json.Unmarshal(raw, &resp); err == nil && resp.ConfigOptions != nil {
+		opts, err = DecodeConfigOptions(resp.ConfigOptions)
+		if err != nil {
+			s.log.Warn().Err(err).Msg("the agent's settings after a change cannot be read; only the changed one is updated")
+			opts = nil
+		}
 	}
 	s.mu.Lock()
-	if err == nil && len(opts) > 0 {
+	if opts != nil {
+		// The answer's list is the agent's whole settings, as after a
+		// config_option_update.
 		s.options = opts
+		s.noteCategoriesLocked()
 	} else if cur, _ := s.findOptionLocked(key); cur != nil {
 		cur.Current = value
 	}
@@ -664,6 +896,35 @@ func (s *session) setConfigOn(ctx context.Context, a *agentProc, id, key, value 
 	s.p.setModels(all)
 	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
 	return nil
+}
+
+// setModel changes the model with session/set_model, which claude-code-acp
+// has instead of a model config option (and which the SDK does not know).
+// done is false, with no error, when the agent does not have the method:
+// the caller then tries session/set_config_option. An agent that answered
+// "method not found" once is not asked again.
+func (s *session) setModel(ctx context.Context, a *agentProc, id, value string) (done bool, err error) {
+	if a.noSetModel.Load() {
+		return false, nil
+	}
+	_, err = a.call(ctx, "session/set_model", map[string]string{"sessionId": id, "modelId": value})
+	if isMethodNotFound(err) {
+		a.noSetModel.Store(true)
+		s.log.Debug().Msg("the agent has no session/set_model; models are changed as config options")
+		return false, nil
+	}
+	if err != nil {
+		return false, a.describeErr(fmt.Sprintf("changing the model to %q", value), err)
+	}
+	s.mu.Lock()
+	if o, _ := s.findOptionLocked("model"); o != nil {
+		o.Current = value
+	}
+	all := s.allOptionsLocked()
+	s.mu.Unlock()
+	s.p.setModels(all)
+	s.queue.push(queueItem{event: backend.ConfigChanged{Options: all}})
+	return true, nil
 }
 
 func isBooleanOption(o backend.ConfigOption) bool {

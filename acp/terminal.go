@@ -2,13 +2,17 @@ package acp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -139,9 +143,8 @@ func (s *session) createTerminal(req sdk.CreateTerminalRequest) (string, error) 
 		closeAll(r, w)
 		return "", fsError(codeInvalidParams, "session is closed")
 	}
-	s.nextTermN++
-	id := fmt.Sprintf("term-%s-%d", shortID(s.opts.SessionID), s.nextTermN)
 	s.mu.Unlock()
+	id := newTerminalID()
 
 	if err := cmd.Start(); err != nil {
 		closeAll(r, w)
@@ -171,14 +174,29 @@ func (s *session) createTerminal(req sdk.CreateTerminalRequest) (string, error) 
 	return id, nil
 }
 
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
+// terminalEpoch tells this run of the bridge apart from every other, so
+// terminal ids are never reused even across restarts (clients and stored
+// state know terminals by a URI made of the id).
+var terminalEpoch = sync.OnceValue(func() string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand does not fail on the systems the bridge runs on;
+		// the clock still sets this run apart should it.
+		return strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	if id == "" {
-		return "s"
-	}
-	return id
+	return hex.EncodeToString(b)
+})
+
+// terminalSeq numbers the terminals of this run of the bridge.
+var terminalSeq atomic.Uint64
+
+// newTerminalID returns a terminal id unique to the whole bridge: one agent
+// process serves many sessions, and every terminal of every session and
+// provider ends up in the same namespace of AHP terminal channels, so ids
+// made per session (they once were, from a prefix of the session id that
+// all sessions shared) make one session's output land in another's.
+func newTerminalID() string {
+	return fmt.Sprintf("term-%s-%d", terminalEpoch(), terminalSeq.Add(1))
 }
 
 // readTerminal captures output and reports it as TerminalOutput events,

@@ -82,7 +82,9 @@ type Session interface {
 	Cancel(ctx context.Context) error
 
 	// SetConfig changes a session setting (model, mode or another config
-	// option) on the agent.
+	// option) on the agent. It returns an error when the agent refused the
+	// change or has no way to make it; the setting is then unchanged and
+	// the caller must say so rather than show the new value.
 	SetConfig(ctx context.Context, key, value string) error
 
 	// Close ends the session on the agent when the agent supports it.
@@ -136,12 +138,46 @@ type TurnResult struct {
 	Summary string
 }
 
-// Usage is token accounting for a turn.
+// Usage is what one turn spent, in tokens, as the agent counted it (ACP:
+// the `usage` of the session/prompt result). It is not the context window:
+// how full the model's context is comes as ContextUsage.
+//
+// Reported says which counts the agent sent. A count not in it is 0 only
+// because Go has no absent integer: it must not be shown as a figure, so no
+// count is ever made up. A Usage whose Reported is 0 comes from a backend
+// that does not fill it in (agent-channel); its InputTokens and
+// OutputTokens are then reported. Backends that fill it in never hand out a
+// Usage with no count at all (they give none).
 type Usage struct {
 	InputTokens       int64
 	OutputTokens      int64
-	CachedInputTokens int64
+	CachedInputTokens int64 // input tokens read from the prompt cache
+	CacheWriteTokens  int64 // input tokens written to the prompt cache
+	ThoughtTokens     int64 // reasoning tokens
+	TotalTokens       int64 // the agent's own sum of all of them
 	Model             string
+	Reported          UsageFields
+}
+
+// UsageFields is a set of Usage counts.
+type UsageFields uint8
+
+// The counts of a Usage.
+const (
+	UsageInput UsageFields = 1 << iota
+	UsageOutput
+	UsageCacheRead
+	UsageCacheWrite
+	UsageThought
+	UsageTotal
+)
+
+// Has reports whether the agent reported the count f (see Usage.Reported).
+func (u Usage) Has(f UsageFields) bool {
+	if u.Reported == 0 {
+		return f&(UsageInput|UsageOutput) == f
+	}
+	return u.Reported&f == f
 }
 
 // Event is something a backend session reports. The concrete types below
@@ -181,6 +217,14 @@ const (
 // ToolCall starts a tool call or updates it (upsert by ID). Nil or empty
 // fields in an update mean "unchanged", except Content, whose handling is
 // given by ContentMode.
+//
+// A later event may change any field, Title and RawInput included: agents
+// first report a call with a placeholder (claude-code-acp titles it
+// "Terminal" or "Read File" with an empty input while the model still
+// streams the input) and then the real title and input. When an agent
+// re-sends the full description of a call it already reported, the backend
+// passes it on as an update (Update true) carrying every field it had, so
+// that a consumer never starts the same call twice.
 type ToolCall struct {
 	ID     string
 	Title  string
@@ -191,10 +235,20 @@ type ToolCall struct {
 	Update      bool
 	ContentMode ContentMode
 	Content     []ToolContent
-	Locations   []Location
-	RawInput    json.RawMessage
-	RawOutput   json.RawMessage
-	Meta        map[string]any
+	// Locations replaces the files the call touches when non-nil; an empty,
+	// non-nil slice clears them.
+	Locations []Location
+	// RawInput is the tool's input as JSON. An empty input (`{}` or null)
+	// says nothing yet and is left out (nil), never sent as "{}".
+	RawInput  json.RawMessage
+	RawOutput json.RawMessage
+	// Meta is the call's `_meta` as merged so far over all its events
+	// (objects merged key by key, later values winning, a null removing the
+	// key), or nil when this event carried none. A consumer may replace its
+	// copy with it: nothing an earlier event said is missing from it, e.g.
+	// claude-code-acp's `_meta.claudeCode.toolResponse`, which a later
+	// update's `_meta.claudeCode.toolName` alone would otherwise overwrite.
+	Meta map[string]any
 }
 
 // ContentMode says what a ToolCall's Content does to the content so far.
@@ -216,10 +270,15 @@ type ToolContent struct {
 	// For Type "content": the content block, text or otherwise.
 	Text  string
 	Block *ContentBlock
-	// For Type "diff".
+	// For Type "diff". Created says the file did not exist before the agent
+	// wrote it in this turn (ACP: fs/write_text_file made it): the diff
+	// creates the file even when its OldText is not nil (agents give "" for
+	// an edit of a file that does not exist yet). With Created false, an
+	// OldText of nil also means a new file.
 	Path    string
 	OldText *string
 	NewText string
+	Created bool
 	// For Type "terminal".
 	TerminalID string
 	Raw        json.RawMessage
@@ -284,14 +343,38 @@ type PlanEntry struct {
 // Plan replaces the agent's whole plan.
 type Plan struct{ Entries []PlanEntry }
 
-// UsageUpdate reports token usage during a turn.
+// UsageUpdate reports the tokens a turn has spent so far, while it runs.
+// ACP agents never produce it: their usage_update is a ContextUsage.
 type UsageUpdate struct{ Usage Usage }
+
+// ContextUsage reports the agent's context window and the session's cost
+// (ACP usage_update). Used is how many tokens the conversation occupies now
+// and Size how many fit: these are not tokens a turn spent (Usage is), and
+// Used falls when the agent compacts the conversation. Cost is cumulative
+// for the session. A nil field was not reported (ACP agents send `used:
+// null` at times); an update that reports nothing is not passed on.
+type ContextUsage struct {
+	Used *int64
+	Size *int64
+	Cost *Cost
+	// Meta is the update's `_meta`, e.g. claude-agent-acp's
+	// "_claude/model" (the model the figures belong to).
+	Meta map[string]any
+}
+
+// Cost is an amount of money.
+type Cost struct {
+	Amount   float64
+	Currency string // ISO 4217, e.g. "USD"
+}
 
 // TitleChanged sets the session title.
 type TitleChanged struct{ Title string }
 
 // ConfigOption is one session setting the agent exposes (a mode, a model or
-// another ACP config option).
+// another ACP config option). Agents that announce their modes or models
+// outside config options (ACP session/new `modes`, claude-code-acp's
+// `models`) get an option of category "mode" or "model" for them.
 type ConfigOption struct {
 	ID          string
 	Name        string
@@ -308,7 +391,10 @@ type ConfigValue struct {
 	Description string
 }
 
-// ConfigChanged replaces the agent's session settings.
+// ConfigChanged replaces the agent's session settings: Options is the
+// whole new list, and a setting missing from it no longer exists (the
+// agent removed it), so a consumer mirrors the list rather than merging
+// it into what it had.
 type ConfigChanged struct{ Options []ConfigOption }
 
 // CommandsChanged replaces the agent's slash commands.
@@ -364,6 +450,7 @@ func (PermissionRequest) isEvent() {}
 func (Question) isEvent()          {}
 func (Plan) isEvent()              {}
 func (UsageUpdate) isEvent()       {}
+func (ContextUsage) isEvent()      {}
 func (TitleChanged) isEvent()      {}
 func (ConfigChanged) isEvent()     {}
 func (CommandsChanged) isEvent()   {}
