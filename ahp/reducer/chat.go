@@ -229,8 +229,8 @@ func Chat(s *wire.ChatState, a wire.StateAction, clock Clock) {
 // open a second turn with a completed one's id. This is the upstream fix of
 // 2026-09-02 (docs/.changes/20260902-idempotent-chat-turnstarted.json at
 // ad36856). The 1.0.0 client CHANGELOGs do not list it, so a 1.0.0 client
-// may reset instead; the host never emits or accepts such a start, so the
-// two agree on every stream the host sends.
+// may reset instead: the host must neither emit such a start nor accept one
+// from a client, and then the two agree on every stream the host sends.
 //
 // modifiedAt becomes the turn's startedAt, as every 0.9+ reducer does, so
 // that the host and its clients agree on it. A startedAt that is not a
@@ -379,12 +379,13 @@ func chatTurnResume(s *wire.ChatState, turnID string) {
 }
 
 // chatBackgroundWorkSet adds the entry, or replaces the one with its id in
-// place. An entry without an id could never be removed, so it is ignored.
+// place. A null entry carries nothing to show and is ignored, as a null
+// response part is.
 func chatBackgroundWorkSet(s *wire.ChatState, w wire.BackgroundWork) {
-	id := w.ID()
-	if id == "" || w.Value == nil {
+	if w.Value == nil {
 		return
 	}
+	id := w.ID()
 	w = clone(w)
 	for i := range s.BackgroundWork {
 		if s.BackgroundWork[i].ID() == id {
