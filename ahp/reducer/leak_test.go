@@ -1,0 +1,11 @@
+package reducer
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when any of them leaves a goroutine
+// running (issue #7: no goroutine leaks).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
