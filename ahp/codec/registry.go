@@ -27,8 +27,12 @@ var spoken = []Version{
 // speaking it receives is the host's own encoding, untranslated.
 var Current = spoken[0]
 
-// V030 is the session-channel dialect, served as a projection.
-var V030 = Version{0, 3, 0}
+// The dialects with a codec of their own.
+var (
+	V090 = Version{0, 9, 0}
+	V070 = Version{0, 7, 0}
+	V030 = Version{0, 3, 0}
+)
 
 // Supported returns every version this bridge speaks, newest first, as the
 // strings -32005's data.supportedVersions lists.

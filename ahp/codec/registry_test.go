@@ -98,6 +98,18 @@ func TestKnownTo(t *testing.T) {
 		{"chat/toolCallAuthRequired", v060, true},
 		{"session/workingDirectorySet", v060, false},
 		{"session/workingDirectorySet", v070, true},
+		// Release versions, not the registry's labels (§9).
+		{"session/workingDirectoryReplaced", v070, false},
+		{"session/workingDirectoryReplaced", MustParseVersion("0.9.0"), true},
+		{"chat/turnResume", v070, false},
+		{"chat/turnResume", MustParseVersion("0.9.0"), true},
+		{"automation/set", MustParseVersion("0.9.0"), true},
+		{"automation/set", MustParseVersion("0.8.0"), false},
+		{"chat/isReadChanged", MustParseVersion("0.9.0"), false},
+		{"chat/isReadChanged", MustParseVersion("1.0.0"), true},
+		{"chat/canvasesChanged", MustParseVersion("0.10.0"), false},
+		{"session/chatsReordered", MustParseVersion("0.9.0"), false},
+
 		{"chat/somethingFromTheFuture", v060, false},
 		{"chat/somethingFromTheFuture", v070, true},
 	}
@@ -108,5 +120,10 @@ func TestKnownTo(t *testing.T) {
 	}
 	if NotificationKnownTo("root/progress", MustParseVersion("0.3.0")) || !NotificationKnownTo("root/progress", MustParseVersion("0.5.0")) {
 		t.Error("root/progress was introduced in 0.5.0")
+	}
+	for _, m := range []string{"channel/frame", "channel/credit", "channel/ready", "channel/reset", "channel/snapshot", "tcp/data", "tcp/eof"} {
+		if NotificationKnownTo(m, MustParseVersion("1.0.0")) {
+			t.Errorf("NotificationKnownTo(%s, 1.0.0) = true; it is 1.1.0", m)
+		}
 	}
 }

@@ -303,6 +303,9 @@ func goldenActionTypes(t *testing.T, kind string) map[string]bool {
 func TestV030GoldenCoverage(t *testing.T) {
 	down := goldenActionTypes(t, "envelope")
 	for typ := range actionIntroducedIn {
+		if !ActionKnownTo(typ, V070) {
+			continue // the 0.7.0 codec withholds it before this stage
+		}
 		_, ok := down[typ]
 		require.True(t, ok, "no golden envelope for %s", typ)
 	}
