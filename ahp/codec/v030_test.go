@@ -119,10 +119,10 @@ func writeGolden(t *testing.T, path string, g golden) {
 
 // envelopeJSON is an envelope as the golden files write it.
 type envelopeJSON struct {
-	Channel   string             `json:"channel"`
-	ServerSeq int64              `json:"serverSeq"`
-	Origin    *wire.ActionOrigin `json:"origin,omitempty"`
-	Action    json.RawMessage    `json:"action"`
+	Channel   string            `json:"channel"`
+	ServerSeq int64             `json:"serverSeq"`
+	Origin    *hostActionOrigin `json:"origin,omitempty"`
+	Action    json.RawMessage   `json:"action"`
 }
 
 func TestV030EnvelopeGolden(t *testing.T) {
