@@ -9,11 +9,14 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
-// chatFamily serves the chat-channel dialects older than Current (0.6.0 and
-// the 0.5 family): the same channels and state model, minus what each
-// version does not know and with what it spells differently
-// (docs/protocol-versions.md §4). Translations are stateless: each envelope,
-// state or message is rewritten on its own, consulting only the Directory.
+// chatFamily serves the chat-channel dialects older than 0.7.0 (0.6.0 and
+// the 0.5 family) from 0.7.0: the same channels and state model, minus what
+// each version does not know and with what it spells differently
+// (docs/protocol-versions.md §4). It is the second stage of their codecs,
+// after the 0.7.0 codec (compose.go): its Snapshot takes ahp/v070/wire
+// states, and everything else it translates is 0.7.0 JSON. Translations are
+// stateless: each envelope, state or message is rewritten on its own,
+// consulting only the Directory.
 //
 // Rewrites work on a decoded JSON tree (map[string]any with json.Number),
 // not on the wire types: the older shapes (workingDirectory, inputRequests,
@@ -30,7 +33,7 @@ type chatFamily struct {
 }
 
 // dialect lists what one chat-family version lacks or spells differently
-// compared with Current, so that the rewrites read as rules and each
+// compared with 0.7.0, so that the rewrites read as rules and each
 // version's treatment is decided in one place (newChatFamily).
 type dialect struct {
 	// ≤0.6.0 (§4.2 #1–#7, #21).

@@ -33,7 +33,7 @@ func readRegistry(t *testing.T) registry {
 	t.Helper()
 	var r registry
 	require.NoError(t, json.Unmarshal(readFile(t, filepath.Join("testdata", "chatfamily", "registry.json")), &r))
-	for _, v := range append(chatFamilyVersions(), Current) {
+	for _, v := range append(chatFamilyVersions(), V070) {
 		require.Contains(t, r.Versions, v.String())
 	}
 	return r
@@ -81,16 +81,16 @@ func wireActionTypes(t *testing.T) []string {
 func TestKnownToMatchesEachRegistry(t *testing.T) {
 	reg := readRegistry(t)
 	types := wireActionTypes(t)
-	require.ElementsMatch(t, reg.Versions[Current.String()].Actions, types,
-		"the %s registry and the ActionType constants of ahp/v070/wire list different action types", Current)
-	for _, v := range append(chatFamilyVersions(), Current) {
+	require.ElementsMatch(t, reg.Versions[V070.String()].Actions, types,
+		"the %s registry and the ActionType constants of ahp/v070/wire list different action types", V070)
+	for _, v := range append(chatFamilyVersions(), V070) {
 		known := reg.Versions[v.String()]
 		for _, typ := range types {
 			if got, want := ActionKnownTo(typ, v), slices.Contains(known.Actions, typ); got != want {
 				t.Errorf("ActionKnownTo(%s, %s) = %v; the %s registry (%s) says %v", typ, v, got, v, known.Commit, want)
 			}
 		}
-		for _, m := range reg.Versions[Current.String()].Notifications {
+		for _, m := range reg.Versions[V070.String()].Notifications {
 			if got, want := NotificationKnownTo(m, v), slices.Contains(known.Notifications, m); got != want {
 				t.Errorf("NotificationKnownTo(%s, %s) = %v; the %s registry says %v", m, v, got, v, want)
 			}

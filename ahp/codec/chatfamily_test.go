@@ -68,11 +68,11 @@ func TestEnvelopeSendsOnlyKnownActions(t *testing.T) {
 	reg := readRegistry(t)
 	samples := actionSamples(t)
 	for _, v := range chatFamilyVersions() {
-		c := For(v, testDirectory())
+		c := newChatFamily(v, testDirectory())
 		known := reg.Versions[v.String()].Actions
 		for typ, list := range samples {
 			for i, a := range list {
-				in := Envelope{Channel: "ahp-chat:/c1", Action: a, ServerSeq: 42, Origin: &wire.ActionOrigin{ClientID: "c", ClientSeq: 7}}
+				in := Envelope{Channel: "ahp-chat:/c1", Action: a, ServerSeq: 42, Origin: hostOrigin("c", 7)}
 				for _, out := range c.Envelope(in) {
 					require.Equal(t, json.Valid(a), json.Valid(out.Action), "%s: %s #%d gave %s", v, typ, i, out.Action)
 					got := actionType(out.Action)
@@ -139,7 +139,7 @@ func TestChatFamilyGolden(t *testing.T) {
 				checkInputIsWire(t, kind, gc)
 				got := map[string]json.RawMessage{}
 				for _, v := range chatFamilyVersions() {
-					out, err := wire.Marshal(run(t, For(v, testDirectory()), gc))
+					out, err := wire.Marshal(run(t, newChatFamily(v, testDirectory()), gc))
 					require.NoError(t, err)
 					got[v.String()] = out
 				}
@@ -306,7 +306,7 @@ func indent(b []byte) string {
 }
 
 func TestSnapshotRefusesWhatItCannotTranslate(t *testing.T) {
-	c := For(Version{0, 6, 0}, testDirectory())
+	c := newChatFamily(Version{0, 6, 0}, testDirectory())
 	_, err := c.Snapshot("ahp-chat:/c1", []any{wire.ChatState{}})
 	require.Error(t, err, "a ChatState value, not a pointer")
 	_, err = c.Snapshot("ahp-chat:/c1", []any{&wire.ChatState{}, &wire.SessionState{}})

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Codec translates the traffic of connections that negotiated one protocol
@@ -15,6 +15,10 @@ import (
 // translates each broadcast envelope once per codec, not once per
 // connection. The host never consults a codec for connections speaking
 // Current (they get the host's own bytes).
+//
+// The host's dialect is Current, AHP 1.0.0: its states are the types of
+// ahp/wire, and every action, request and result a codec receives from the
+// host or hands to it is 1.0.0 JSON.
 type Codec interface {
 	// Version is the protocol version the codec speaks.
 	Version() Version
@@ -27,18 +31,20 @@ type Codec interface {
 	Channels(uri string) []string
 
 	// Snapshot builds this dialect's snapshot state of uri from the host's
-	// states of Channels(uri), in the same order: pointers to wire.RootState,
-	// wire.SessionState, wire.ChatState, wire.TerminalState, … When the
-	// first is a session, the session's root-catalogue entry
-	// (*wire.SessionSummary) follows them, for dialects whose session state
-	// carries its summary. The host calls it under the channels' locks; the
-	// codec must not keep the states or anything inside them.
+	// states of Channels(uri), in the same order: pointers to the 1.0.0
+	// types of ahp/wire (wire.RootState, wire.SessionState, wire.ChatState,
+	// wire.TerminalState, …). When the first is a session, the session's
+	// root-catalogue entry (*wire.SessionSummary) follows them, for
+	// dialects whose session state carries its summary. The host calls it
+	// under the channels' locks; the codec must not keep the states or
+	// anything inside them.
 	Snapshot(uri string, states []any) (json.RawMessage, error)
 
 	// Envelope translates one sequenced envelope into the envelopes this
 	// dialect receives for it: usually one, none when the version does not
 	// know the action, several when one action becomes several in this
-	// dialect (they share the original serverSeq).
+	// dialect (they share the original serverSeq, and only the first keeps
+	// the origin: it is the echo a sender reconciles with).
 	Envelope(e Envelope) []Envelope
 
 	// Notification translates the params of a protocol notification (not
@@ -62,7 +68,8 @@ type Codec interface {
 }
 
 // Envelope is an action envelope: the action is encoded, in the dialect of
-// whoever holds the Envelope.
+// whoever holds the Envelope. The origin has the same JSON in every
+// dialect, so it is always the host's type.
 type Envelope struct {
 	Channel   string
 	Action    json.RawMessage
@@ -86,8 +93,8 @@ type Directory interface {
 const (
 	// InternalFetchTurnsPage answers the pre-0.5.1 fetchTurns: params
 	// {channel: chat URI, before?: turn id, limit?: n}, result
-	// {turns: wire.Turn[] oldest first, hasMore: bool}, served from the
-	// chat's retained history without dispatching chat/turnsLoaded.
+	// {turns: wire.Turn[] (1.0.0) oldest first, hasMore: bool}, served from
+	// the chat's retained history without dispatching chat/turnsLoaded.
 	InternalFetchTurnsPage = "ahp-bridge/fetchTurnsPage"
 )
 
@@ -105,20 +112,26 @@ func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// For returns the codec of a negotiated version, or nil for Current (whose
+// For returns the codec of a negotiated dialect, or nil for Current (whose
 // connections need no translation) and for versions this bridge does not
-// speak. dir lets projections find their way between sessions and chats.
+// speak. A version inside a caret range (1.1.0, 0.9.3) means its baseline's
+// dialect, so passing the offer Negotiate chose instead of its dialect is
+// harmless. dir lets projections find their way between sessions and chats.
+//
+// 0.9.0 and 0.7.0 are translated from 1.0.0 directly. The older dialects
+// are their own codecs, which translate from 0.7.0, applied to the 0.7.0
+// codec's output (compose.go).
 func For(v Version, dir Directory) Codec {
+	d, ok := DialectOf(v)
 	switch {
-	case v == Current:
+	case !ok || d == Current:
 		return nil
-	case v == V030:
-		return newV030(dir)
+	case d == V090:
+		return newV090()
+	case d == V070:
+		return newV070(dir)
+	case d == V030:
+		return compose(newV070(dir), newV030(dir))
 	}
-	for _, s := range spoken {
-		if s == v {
-			return newChatFamily(v, dir)
-		}
-	}
-	return nil
+	return compose(newV070(dir), newChatFamily(d, dir))
 }

@@ -1,11 +1,16 @@
 package codec
 
 // actionIntroducedIn maps every action type of the chat-channel dialect to
-// the protocol version that introduced it. Source: ACTION_INTRODUCED_IN in
-// types/version/registry.ts of the AHP 0.7.0 release (commit ea6fae67); see
-// docs/protocol-versions.md. A connection is never sent an action newer than
-// the version it negotiated; an action type missing here is treated as
-// unknown to every older version (it can only be newer than this table).
+// the protocol version that introduced it. Up to 0.7.0 the source is
+// ACTION_INTRODUCED_IN in types/version/registry.ts of the AHP 0.7.0 release
+// (commit ea6fae67). The 0.8.0–1.0.0 entries are the versions that RELEASED
+// each action (the client CHANGELOGs, docs/protocol-versions.md §9 and
+// §11.1), not the registry's labels at 0383429, which tag the 1.0.0
+// additions 0.9.0 and the canvases 0.10.0: a 0.9.0 client's own types do not
+// have them, so "never an action newer than the version it negotiated" means
+// the release. A connection is never sent an action newer than the version
+// it negotiated; an action type missing here is treated as unknown to every
+// older version (it can only be newer than this table).
 var actionIntroducedIn = map[string]Version{
 	"root/agentsChanged":         {0, 1, 0},
 	"root/activeSessionsChanged": {0, 1, 0},
@@ -98,10 +103,42 @@ var actionIntroducedIn = map[string]Version{
 	"terminal/commandFinished":           {0, 1, 0},
 
 	"resourceWatch/changed": {0, 2, 0},
+
+	// 0.8.0 (registry label 0.8.0 too).
+	"session/workingDirectoryReplaced": {0, 8, 0},
+
+	// 0.9.0: turn resume and the automation channels. The registry tags the
+	// automation actions 0.8.0, but they shipped in 0.9.0.
+	"chat/turnResume":                     {0, 9, 0},
+	"automation/createRequested":          {0, 9, 0},
+	"automation/updateRequested":          {0, 9, 0},
+	"automation/set":                      {0, 9, 0},
+	"automation/removed":                  {0, 9, 0},
+	"automationRun/lifecycleChanged":      {0, 9, 0},
+	"automationRun/sessionSet":            {0, 9, 0},
+	"automationRun/sessionRemoved":        {0, 9, 0},
+	"automationRun/primarySessionChanged": {0, 9, 0},
+	"automationRun/cancelRequested":       {0, 9, 0},
+
+	// 1.0.0: the registry tags all of these 0.9.0 (canvases 0.10.0).
+	"session/chatsReordered":               {1, 0, 0},
+	"session/mcpServerBackgroundRequested": {1, 0, 0},
+	"chat/isReadChanged":                   {1, 0, 0},
+	"chat/isArchivedChanged":               {1, 0, 0},
+	"chat/movableChanged":                  {1, 0, 0},
+	"chat/changesetsChanged":               {1, 0, 0},
+	"chat/backgroundWorkSet":               {1, 0, 0},
+	"chat/backgroundWorkRemoved":           {1, 0, 0},
+	"chat/canvasesChanged":                 {1, 0, 0},
+	"canvas/stateChanged":                  {1, 0, 0},
 }
 
 // notificationIntroducedIn is NOTIFICATION_INTRODUCED_IN of the same file:
-// the server-to-client protocol notifications besides `action`.
+// the server-to-client protocol notifications besides `action`. 0.8.0–1.0.0
+// added none (auth/required changed its payload in 0.8.0, which the 0.7.0
+// codec translates). The 1.1.0 ones are listed so that nothing 1.1.0 is
+// known to any dialect spoken here, Current included: a 1.1.0 client gets
+// the 1.0.0 dialect (registry.go) and must never receive them.
 var notificationIntroducedIn = map[string]Version{
 	"root/sessionAdded":          {0, 1, 0},
 	"root/sessionRemoved":        {0, 1, 0},
@@ -111,6 +148,14 @@ var notificationIntroducedIn = map[string]Version{
 	"otlp/exportLogs":            {0, 2, 0},
 	"otlp/exportTraces":          {0, 2, 0},
 	"otlp/exportMetrics":         {0, 2, 0},
+
+	"channel/frame":    {1, 1, 0},
+	"channel/credit":   {1, 1, 0},
+	"channel/ready":    {1, 1, 0},
+	"channel/reset":    {1, 1, 0},
+	"channel/snapshot": {1, 1, 0},
+	"tcp/data":         {1, 1, 0},
+	"tcp/eof":          {1, 1, 0},
 }
 
 // ActionKnownTo reports whether a connection speaking v may be sent an

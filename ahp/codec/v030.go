@@ -10,9 +10,11 @@ import (
 
 // v030 serves AHP 0.3.0, whose sessions carry their turns themselves, as a
 // projection of each session's default chat onto its session channel
-// (docs/protocol-versions.md §3). Every translation is a pure function of
-// its input and the Directory, so the host may translate a broadcast once
-// and again on replay and get the same bytes.
+// (docs/protocol-versions.md §3). It projects 0.7.0: it is the second stage
+// of the 0.3.0 codec, after the 0.7.0 codec (compose.go), so its Snapshot
+// takes ahp/v070/wire states. Every translation is a pure function of its
+// input and the Directory, so the host may translate a broadcast once and
+// again on replay and get the same bytes.
 //
 // The files: v030_state.go projects states and nested types,
 // v030_down.go translates host envelopes, v030_up.go a 0.3.0 client's

@@ -36,7 +36,7 @@ func TestV030EchoFidelity(t *testing.T) {
 			Agent:  &wire.AgentSelection{URI: "file:///current.agent.md"},
 		}},
 	}
-	origin := &wire.ActionOrigin{ClientID: scenarioClient, ClientSeq: 42}
+	origin := hostOrigin(scenarioClient, 42)
 	checked := 0
 	files := goldenFiles(t, "action")
 	for _, name := range sortedKeys(files) {

@@ -83,7 +83,7 @@ func v030Scenarios(t *testing.T) map[string]scenario {
 // doc): it completes a 0.3.0 model or agent change with the other
 // selection of the current draft, stamps
 // startedAt and duration from its clock, fills a new turn's model and agent
-// with V030Selection, and puts the sender's clientId, and its
+// with selection070 (the host: V030Selection), and puts the sender's clientId, and its
 // current entry, where the codec left SenderClientID.
 func completeAsHost(t *testing.T, sc scenario, action json.RawMessage) json.RawMessage {
 	t.Helper()
@@ -101,7 +101,7 @@ func completeAsHost(t *testing.T, sc scenario, action json.RawMessage) json.RawM
 		}
 	case *wire.ChatTurnStartedAction:
 		v.StartedAt = reducer.FormatTime(propertyClock)
-		model, agent := V030Selection(sc.chat)
+		model, agent := selection070(sc.chat)
 		if v.Message.Model == nil {
 			v.Message.Model = model
 		}

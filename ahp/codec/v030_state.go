@@ -267,18 +267,9 @@ func clone070[T any](v *T) (*T, error) {
 	return &c, nil
 }
 
-// V030Selection is the model and agent a 0.3.0 client sees selected in a
-// session whose default chat is chat: the draft's, else those of the most
-// recent message that names one (the active turn, then the turns from the
-// newest). 0.3.0 kept one selection per session that turns without a
-// model did not change; 0.7.0 keeps it per message, so the history stands
-// in for it. A draft in which a 0.3.0 client cleared its agent
-// (SelectionMeta "agent", no agent) ends the search for an agent.
-//
-// The host should use it to fill in the model and agent of a
-// chat/turnStarted translated from 0.3.0, whose message cannot carry them
-// (copy the results before keeping them: they point into chat).
-func V030Selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection) {
+// selection070 is V030Selection over the 0.7.0 chat the 0.3.0 projection
+// is made from.
+func selection070(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelection) {
 	if chat == nil {
 		return nil, nil
 	}
@@ -292,15 +283,22 @@ func V030Selection(chat *wire.ChatState) (*wire.ModelSelection, *wire.AgentSelec
 	for i := len(chat.Turns) - 1; i >= 0; i-- {
 		msgs = append(msgs, &chat.Turns[i].Message)
 	}
-	var model *wire.ModelSelection
-	var agent *wire.AgentSelection
 	agentDone := chat.Draft != nil && changedSelection(chat.Draft) == "agent"
+	return newestSelection(msgs, func(m *wire.Message) (*wire.ModelSelection, *wire.AgentSelection) { return m.Model, m.Agent }, agentDone)
+}
+
+// newestSelection returns the first model and the first agent that msgs
+// (newest first) name; with agentDone, no agent.
+func newestSelection[Msg, Model, Agent any](msgs []*Msg, sel func(*Msg) (*Model, *Agent), agentDone bool) (*Model, *Agent) {
+	var model *Model
+	var agent *Agent
 	for _, m := range msgs {
+		mm, ma := sel(m)
 		if model == nil {
-			model = m.Model
+			model = mm
 		}
 		if agent == nil && !agentDone {
-			agent = m.Agent
+			agent = ma
 		}
 		if model != nil && (agent != nil || agentDone) {
 			break
@@ -427,7 +425,7 @@ func projectSession(uri string, src *wire.SessionState, srcChat *wire.ChatState,
 		// guess. The host should pass the entry (see Snapshot).
 		out.Summary.CreatedAt = modified
 	}
-	model, agent := V030Selection(chat)
+	model, agent := selection070(chat)
 	out.Summary.Model, out.Summary.Agent = downModel(model), downAgent(agent)
 
 	if out.Turns, err = projectTurns(chat.Turns); err != nil {

@@ -119,10 +119,10 @@ func writeGolden(t *testing.T, path string, g golden) {
 
 // envelopeJSON is an envelope as the golden files write it.
 type envelopeJSON struct {
-	Channel   string             `json:"channel"`
-	ServerSeq int64              `json:"serverSeq"`
-	Origin    *wire.ActionOrigin `json:"origin,omitempty"`
-	Action    json.RawMessage    `json:"action"`
+	Channel   string            `json:"channel"`
+	ServerSeq int64             `json:"serverSeq"`
+	Origin    *hostActionOrigin `json:"origin,omitempty"`
+	Action    json.RawMessage   `json:"action"`
 }
 
 func TestV030EnvelopeGolden(t *testing.T) {
@@ -303,6 +303,9 @@ func goldenActionTypes(t *testing.T, kind string) map[string]bool {
 func TestV030GoldenCoverage(t *testing.T) {
 	down := goldenActionTypes(t, "envelope")
 	for typ := range actionIntroducedIn {
+		if !ActionKnownTo(typ, V070) {
+			continue // the 0.7.0 codec withholds it before this stage
+		}
 		_, ok := down[typ]
 		require.True(t, ok, "no golden envelope for %s", typ)
 	}
