@@ -6,8 +6,8 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // dispatchAction handles a client's write-ahead action: translated into the

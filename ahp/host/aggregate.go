@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The session channel carries aggregates of its chats that the host keeps
@@ -139,7 +139,7 @@ func chatInputs(chat string, st *wire.ChatState) []inputEntry {
 			case *wire.ToolCallRunningState:
 				if c, ok := contributorOf(tc).(*wire.ToolCallClientContributor); ok && c != nil {
 					add(id, &wire.SessionToolClientExecutionRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolClientExecution,
-						TurnID: t.ID, ClientID: c.ClientID, ToolCall: tc})
+						TurnID: t.ID, ClientID: c.ClientID, ToolCall: *v})
 				}
 			}
 		case *wire.InputRequestResponsePart:
@@ -344,7 +344,7 @@ func (h *Host) finishProgressLocked(g *sessionGroup) {
 		return
 	}
 	msg := "the session is ready"
-	if g.session.session.Lifecycle == wire.SessionLifecycleCreationFailed {
+	if g.session.session.Lifecycle == wire.SessionLifecycleFailed {
 		msg = "the session could not be created"
 	}
 	h.reportProgressLocked(g, progressSteps, msg)

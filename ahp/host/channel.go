@@ -4,8 +4,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 type chanKind int

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The tests in this file are about what the 0.7.0 chat dialect added to
@@ -546,7 +546,7 @@ func TestClientExecutedToolCall(t *testing.T) {
 	req, ok := e.Action.Value.(*wire.SessionInputNeededSetAction).Request.Value.(*wire.SessionToolClientExecutionRequest)
 	require.True(t, ok, "a client execution request, got %s", e.raw)
 	assert.Equal(t, "owner", req.ClientID)
-	assert.Equal(t, string(wire.ToolCallStatusRunning), req.ToolCall.Status())
+	assert.Equal(t, wire.ToolCallStatusRunning, req.ToolCall.Status)
 
 	complete := &wire.ChatToolCallCompleteAction{TurnID: "t1", ToolCallID: "ct",
 		Result: wire.ToolCallResult{Success: true, PastTenseMessage: wire.PlainText("ran it")}}

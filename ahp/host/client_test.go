@@ -18,7 +18,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 const testToken = "s3cret-token"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // envelopeOut is how an ActionEnvelope is encoded: origin is omitted for

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // fakeHandler is a scripted agent behind the host. Every session is ready

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // FuzzClientActions sends a sequence of client actions (one JSON action per

@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Handler is the layer behind the host (package bridge in

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // maxRememberedClients bounds the clientId → version memory that lets a
@@ -42,7 +42,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest, "the connection is already initialized")))
 		return
 	}
-	v, err := codec.Negotiate(offered)
+	offer, v, err := codec.Negotiate(offered)
 	switch {
 	case errors.Is(err, codec.ErrMalformedVersion):
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for initialize: %v", err)))
@@ -61,7 +61,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
 	h.rememberLocked(p.ClientID, v)
 	h.mu.Unlock()
-	c.log.Debug().Str("client", p.ClientID).Str("version", v.String()).Msg("client initialized")
+	c.log.Debug().Str("client", p.ClientID).Str("version", offer.String()).Str("dialect", v.String()).Msg("client initialized")
 
 	c.hold()
 	snaps := h.subscribeAll(c, p.InitialSubscriptions)
@@ -69,7 +69,8 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	seq := h.seq
 	h.mu.Unlock()
 	res := initializeResult{
-		ProtocolVersion:             v.String(),
+		ProtocolVersion: offer.String(), // a 1.x client gets the version it offered, e.g. 1.1.0
+
 		ServerSeq:                   seq,
 		ServerInfo:                  &wire.Implementation{Name: "ahp-bridge"},
 		Snapshots:                   snaps,

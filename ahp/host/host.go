@@ -25,7 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // RootURI is the root channel.

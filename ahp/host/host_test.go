@@ -10,11 +10,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/stdio"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // transports runs a test body over WebSocket and over stdio.
@@ -37,7 +39,7 @@ func TestHandshake(t *testing.T) {
 			}
 			c.mustCall("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{current}, "clientId": "client-1",
 				"initialSubscriptions": []string{RootURI}}, &r)
-			assert.Equal(t, "0.7.0", r.ProtocolVersion)
+			assert.Equal(t, codec.Current.String(), r.ProtocolVersion)
 			assert.Equal(t, "ahp-bridge", r.ServerInfo.Name)
 			require.NotNil(t, r.ServerInfo.Version)
 			assert.Equal(t, "1.2.3", *r.ServerInfo.Version)
@@ -62,11 +64,11 @@ func TestNegotiationFailureClosesConnection(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			hs := newHarness(t, Options{})
 			c := tr.dial(hs, t, "c")
-			_, err := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"0.1.0", "1.0.0"}, "clientId": "c"})
+			_, err := c.call("initialize", map[string]any{"channel": RootURI, "protocolVersions": []string{"0.1.0", "2.0.0"}, "clientId": "c"})
 			require.NotNil(t, err)
 			assert.Equal(t, CodeUnsupportedProtocolVersion, err.Code)
 			data, _ := json.Marshal(err.Data)
-			assert.JSONEq(t, `{"supportedVersions":["0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
+			assert.JSONEq(t, `{"supportedVersions":["1.0.0","0.9.0","0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
 			assert.True(t, c.closed(), "the server closes the connection after the error")
 		})
 	}
@@ -694,7 +696,7 @@ func TestTurnStartedWhileCreating(t *testing.T) {
 		c.nextEnvelope(isAction(failed, wire.ActionTypeSessionCreationFailed))
 	}
 	c.subscribe(*st.DefaultChat)
-	assert.Contains(t, c.rejected(*st.DefaultChat, &wire.ChatTurnStartedAction{TurnID: "t2", Message: userMsg("late")}), "creationFailed")
+	assert.Contains(t, c.rejected(*st.DefaultChat, &wire.ChatTurnStartedAction{TurnID: "t2", Message: userMsg("late")}), "failed")
 }
 
 // TestCreateSessionRefusesRelativeWorkingDirectories: a working directory
@@ -890,7 +892,7 @@ func TestWireLog(t *testing.T) {
 		assert.True(t, json.Valid([]byte(f)), "%s", f)
 	}
 	assert.Contains(t, in[0], `"initialize"`)
-	assert.Contains(t, out[0], `"protocolVersion":"0.7.0"`)
+	assert.Contains(t, out[0], `"protocolVersion":"1.0.0"`)
 	assert.Contains(t, in[1], `"ping"`)
 	assert.Contains(t, out[1], `"result":null`)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The negative-path suite of issue #7: every JSON-RPC error path, over a
@@ -185,7 +185,7 @@ func TestNegativeUnsupportedVersionCloses(t *testing.T) {
 	assert.Equal(t, CodeUnsupportedProtocolVersion, m.Error.Code)
 	assert.Equal(t, "1", string(m.ID))
 	data, _ := json.Marshal(m.Error.Data)
-	assert.JSONEq(t, `{"supportedVersions":["0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
+	assert.JSONEq(t, `{"supportedVersions":["1.0.0","0.9.0","0.7.0","0.6.0","0.5.2","0.5.1","0.5.0","0.3.0"]}`, string(data))
 
 	_, err = readRaw(t, wsc)
 	require.Error(t, err, "then the server closes the connection")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The tests in this file are about the protocol around the chat dialect:
@@ -25,11 +25,16 @@ func TestNegotiationPicksTheHighestOffered(t *testing.T) {
 		want    string
 	}{
 		{[]string{"0.5.1", "0.7.0", "0.6.0"}, "0.7.0"},
-		{[]string{"0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"}, "0.7.0"}, // VS Code's offer
+		{[]string{"0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"}, "0.9.0"}, // VS Code's offer
 		{[]string{"0.7.0"}, "0.7.0"},
 		{[]string{"0.6.0", "0.5.2"}, "0.6.0"},
 		{[]string{"0.5.0", "0.5.2", "0.5.1"}, "0.5.2"},
-		{[]string{"1.0.0", "0.6.0", "0.4.0"}, "0.6.0"},
+		{[]string{"1.0.0", "0.6.0", "0.4.0"}, "1.0.0"},
+		{[]string{"0.10.0", "0.6.0"}, "0.6.0"},                                                                // 0.10.0 was never released: no baseline accepts it
+		{[]string{"1.1.0", "1.0.0", "0.10.0", "0.9.0", "0.8.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"}, "1.1.0"}, // the 1.0 SDKs
+		{[]string{"1.0.0", "0.9.0"}, "1.0.0"},                                                                 // agent-host-protocol-ui
+		{[]string{"0.9.3", "0.7.0"}, "0.9.3"},                                                                 // a 0.9 patch release is echoed as offered
+		{[]string{"0.4.0", "0.3.0"}, "0.3.0"},
 	} {
 		t.Run(strings.Join(tc.offered, ","), func(t *testing.T) {
 			c := hs.dial(t, "c")
@@ -63,7 +68,7 @@ func TestNegotiationRejectsMalformedVersionsAndStaysOpen(t *testing.T) {
 func TestNegotiationWithoutOverlapCloses(t *testing.T) {
 	hs := newHarness(t, Options{})
 	for name, offered := range map[string][]string{
-		"older and newer": {"0.1.0", "0.4.0", "1.0.0"},
+		"older and newer": {"0.1.0", "0.4.0", "0.8.0", "0.10.0", "2.0.0"},
 		"nothing":         {},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -73,7 +78,7 @@ func TestNegotiationWithoutOverlapCloses(t *testing.T) {
 			assert.Equal(t, CodeUnsupportedProtocolVersion, err.Code)
 			var data wire.UnsupportedProtocolVersionErrorData
 			require.NoError(t, json.Unmarshal(mustJSON(t, err.Data), &data))
-			assert.Equal(t, []string{"0.7.0", "0.6.0", "0.5.2", "0.5.1", "0.5.0", "0.3.0"}, data.SupportedVersions, "every version spoken")
+			assert.Equal(t, []string{"1.0.0", "0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1", "0.5.0", "0.3.0"}, data.SupportedVersions, "every version spoken")
 			assert.Equal(t, codec.Supported(), data.SupportedVersions)
 			assert.True(t, c.closed(), "then the server closes the connection")
 		})
@@ -281,7 +286,7 @@ func TestCreateSessionProgress(t *testing.T) {
 	c.mustCall("createSession", map[string]any{"channel": "ahp-session:/p2", "provider": "fake", "progressToken": "tok-2"}, nil)
 	got = follow("tok-2")
 	assert.Contains(t, *got[len(got)-1].Message, "could not be created")
-	assert.Equal(t, wire.SessionLifecycleCreationFailed, hs.readSession(t, "ahp-session:/p2").Lifecycle)
+	assert.Equal(t, wire.SessionLifecycleFailed, hs.readSession(t, "ahp-session:/p2").Lifecycle)
 	hs.handler.set(func(b *fakeHandler) { b.failCreate = false })
 
 	// Without a token there is none.

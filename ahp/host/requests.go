@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // async answers a request from its own goroutine, so a slow backend does

@@ -1,6 +1,6 @@
 package host
 
-import "github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+import "github.com/ahp-bridge/ahp-bridge/ahp/wire"
 
 // ringEntry is one sequenced action envelope kept for replay.
 type ringEntry struct {

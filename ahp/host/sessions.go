@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // reservedSchemes are URI schemes that name other kinds of channels, so a
@@ -58,8 +58,10 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
 	}
-	if p.Fork != nil {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "forking sessions is not supported by this server"))
+	if _, fork := extra["fork"]; fork {
+		// 1.0 dropped createSession.fork; older codecs refuse it too, and a
+		// 1.x client that still sends it must not see it silently ignored.
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: forking sessions is not supported (use createChat with a fork source where the agent advertises it)"))
 		return
 	}
 	provider, agent, perr := h.pickProvider(p.Provider)

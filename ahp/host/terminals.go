@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // refreshTerminalInfo mirrors a terminal's title, claim and exit code into
@@ -24,7 +24,7 @@ func (h *Host) refreshTerminalInfo(ch *channel) {
 }
 
 func terminalInfo(uri string, st *wire.TerminalState) wire.TerminalInfo {
-	return wire.TerminalInfo{Resource: uri, Title: st.Title, Claim: st.Claim, ExitCode: st.ExitCode}
+	return wire.TerminalInfo{Resource: uri, Title: st.Title, Claim: st.Claim, Lifecycle: st.Lifecycle}
 }
 
 // updateTerminals applies root/terminalsChanged with edit(current list).

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // validateClient returns why a client action must be rejected, or "" (the
@@ -72,7 +72,7 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		// provisional sessions; ahpx sends its first prompt then): the
 		// handler holds it until its agent is ready. A session that failed
 		// to start takes none.
-		if sess := ch.group.session; sess.session.Lifecycle == wire.SessionLifecycleCreationFailed {
+		if sess := ch.group.session; sess.session.Lifecycle == wire.SessionLifecycleFailed {
 			return fmt.Sprintf("the session is %s; it takes no turns", sess.session.Lifecycle)
 		}
 		if st.ActiveTurn != nil {

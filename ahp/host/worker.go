@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // handoffJob is one accepted client action waiting for Backend.ClientAction.
