@@ -247,10 +247,20 @@ func summaryOf(g *sessionGroup) wire.SessionSummary {
 		s.Activity = st.Chats[i].Activity
 	}
 	modified := s.ModifiedAt
+	// The compact chat catalogue of 1.0 (SessionSummary.chats), in the
+	// session's order, from the chats' live states; it is always sent whole.
+	s.Chats = make([]wire.SessionChatSummary, 0, len(g.chats))
 	for _, c := range g.chats { // live states: the catalogue's times are coalesced
-		if c.chat.st.ModifiedAt > modified {
-			modified = c.chat.st.ModifiedAt
+		st := c.chat.st
+		if st.ModifiedAt > modified {
+			modified = st.ModifiedAt
 		}
+		s.Chats = append(s.Chats, wire.SessionChatSummary{
+			Resource: st.Resource, Title: st.Title, Origin: st.Origin, Interactivity: st.Interactivity, Status: wire.Ptr(st.Status),
+		})
+	}
+	if def != "" {
+		s.DefaultChat = wire.Ptr(def)
 	}
 	s.ModifiedAt = modified
 	return s

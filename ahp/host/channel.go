@@ -148,7 +148,8 @@ func notFoundError(uri string) *Error {
 	switch {
 	case strings.HasPrefix(uri, "ahp-chat:"):
 		return Errorf(CodeNotFound, "chat %s does not exist", uri)
-	case strings.HasPrefix(uri, "ahp-terminal:"), uri == RootURI:
+	case strings.HasPrefix(uri, "ahp-") && !strings.HasPrefix(uri, "ahp-session:"):
+		// terminals, automations, canvases, …: AHP's own channel schemes
 		return Errorf(CodeNotFound, "channel %s does not exist on this server", uri)
 	}
 	return Errorf(CodeSessionNotFound, "session %s does not exist", uri)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // handleFrame processes one incoming frame. It never panics on bad input:
@@ -81,23 +82,28 @@ var commands = map[string]func(h *Host, ctx context.Context, r *request, channel
 	"resolveSessionConfig":       (*Host).resolveSessionConfig,
 	"sessionConfigCompletions":   (*Host).sessionConfigCompletions,
 	codec.InternalFetchTurnsPage: (*Host).fetchTurnsPage,
+
+	wire.MethodMoveChat:                         (*Host).moveChat,
+	wire.MethodListAutomationTriggerDefinitions: (*Host).listAutomationTriggerDefinitions,
 }
 
 // unsupported are AHP commands this host knows but has nothing behind; they
 // are answered at once, naming why, instead of "method not found".
 var unsupported = map[string]string{
-	"createTerminal":           "this server does not create terminals for clients; agents' terminals are mirrored read-only",
-	"disposeTerminal":          "this server does not create terminals for clients",
-	"createResourceWatch":      "this server does not offer resource watches",
-	"invokeChangesetOperation": "this server advertises no changeset operations",
-	"resourceWrite":            "this server does not write resources for clients",
-	"resourceList":             "this server does not list resources for clients",
-	"resourceResolve":          "this server does not resolve resources for clients",
-	"resourceMkdir":            "this server does not create directories for clients",
-	"resourceDelete":           "this server does not delete resources for clients",
-	"resourceMove":             "this server does not move resources for clients",
-	"resourceCopy":             "this server does not copy resources for clients",
-	"resourceRequest":          "this server does not grant resource access",
+	"createTerminal":               "this server does not create terminals for clients; agents' terminals are mirrored read-only",
+	"disposeTerminal":              "this server does not create terminals for clients",
+	"createResourceWatch":          "this server does not offer resource watches",
+	"invokeChangesetOperation":     "this server advertises no changeset operations",
+	"resourceWrite":                "this server does not write resources for clients",
+	"resourceList":                 "this server does not list resources for clients",
+	"resourceResolve":              "this server does not resolve resources for clients",
+	"resourceMkdir":                "this server does not create directories for clients",
+	"resourceDelete":               "this server does not delete resources for clients",
+	"resourceMove":                 "this server does not move resources for clients",
+	"resourceCopy":                 "this server does not copy resources for clients",
+	"resourceRequest":              "this server does not grant resource access",
+	wire.MethodRunAutomation:       "this server has no automations (its agents offer none)",
+	wire.MethodFetchAutomationRuns: "this server has no automations (its agents offer none)",
 }
 
 // notificationMethods are the client notifications this host implements.

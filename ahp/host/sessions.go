@@ -346,6 +346,25 @@ func (h *Host) disposeChat(ctx context.Context, r *request, uri string) {
 	h.reply(r, nil, nil)
 }
 
+// moveChat answers that no chat can move: a chat is one conversation of
+// its session's agent (an ACP session of that agent process, in the
+// session's working directory), so it cannot join another session, and no
+// chat is ever marked movable.
+func (h *Host) moveChat(_ context.Context, r *request, chat string) {
+	if ch := h.lookup(chat); ch == nil || ch.kind != chanChat {
+		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", chat))
+		return
+	}
+	h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for moveChat: chat %s is not movable: each chat is a conversation of its own session's agent", chat))
+}
+
+// listAutomationTriggerDefinitions answers with the empty catalogue: the
+// agents behind this host offer no automations, and an empty answer lets a
+// client show none instead of an error.
+func (h *Host) listAutomationTriggerDefinitions(_ context.Context, r *request, _ string) {
+	h.reply(r, wire.ListAutomationTriggerDefinitionsResult{Items: []wire.AutomationTriggerDefinition{}}, nil)
+}
+
 // listCursor is the position after which listSessions continues: the
 // catalogue is ordered by modifiedAt (newest first), then by URI.
 type listCursor struct {

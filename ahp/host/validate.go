@@ -44,8 +44,10 @@ func validateSession(st *wire.SessionState, a wire.StateAction, clientID string)
 		if x.ClientID != clientID {
 			return "a client can only remove itself from the active clients"
 		}
-	case *wire.SessionWorkingDirectorySetAction, *wire.SessionWorkingDirectoryRemovedAction:
+	case *wire.SessionWorkingDirectorySetAction, *wire.SessionWorkingDirectoryRemovedAction, *wire.SessionWorkingDirectoryReplacedAction:
 		return "this session's agent works in the working directories it was created with; they cannot change"
+	case *wire.SessionMcpServerBackgroundRequestedAction:
+		return fmt.Sprintf("no MCP server %s is starting in this session", x.ID)
 	case *wire.SessionConfigChangedAction:
 		// Only properties the schema marks sessionMutable may change.
 		if st.Config == nil {
@@ -80,6 +82,11 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		}
 		if x.TurnID == "" {
 			return "turnId must not be empty"
+		}
+		if slices.ContainsFunc(st.Turns, func(t wire.Turn) bool { return t.ID == x.TurnID }) {
+			// 1.0 reducers ignore a start of a known turn; refusing it keeps
+			// the client from waiting for a turn that never runs.
+			return fmt.Sprintf("turn %s already happened in this chat; a new turn needs a new id", x.TurnID)
 		}
 		if x.Message.Origin.Kind != wire.MessageKindUser {
 			return "clients may only send user messages"
@@ -136,6 +143,11 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		if !slices.Contains(ch.group.session.session.WorkingDirectories, x.Directory) {
 			return fmt.Sprintf("%s is not one of the session's working directories", x.Directory)
 		}
+	case *wire.ChatTurnResumeAction:
+		// The bridge never marks an error resumable: ACP has no way to let an
+		// agent continue a turn it failed, and sending the prompt again could
+		// repeat what the agent already did.
+		return "this agent cannot resume a failed turn; start a new one"
 	case *wire.ChatTruncatedAction:
 		return "the agent keeps its whole conversation; this server cannot make it forget turns"
 	}
