@@ -110,10 +110,13 @@ type Flow struct {
 	MBPerSec              float64 `json:"mbPerSec"`
 	AggregateChunksPerSec float64 `json:"aggregateChunksPerSec"`
 	// Deliveries is chunks × clients × sessions received in all.
-	Deliveries int64   `json:"deliveries"`
-	P50Micros  float64 `json:"p50Micros"`
-	P99Micros  float64 `json:"p99Micros"`
-	MaxMicros  float64 `json:"maxMicros"`
+	Deliveries int64 `json:"deliveries"`
+	// ActionFrames is the action frames the clients received in all (the
+	// chunks coalesce into fewer frames when the bridge is behind).
+	ActionFrames int64   `json:"actionFrames"`
+	P50Micros    float64 `json:"p50Micros"`
+	P99Micros    float64 `json:"p99Micros"`
+	MaxMicros    float64 `json:"maxMicros"`
 	// CPUSeconds and PeakRSSMiB are the bridge process's (for "direct",
 	// the bench process's own ACP client); AgentCPUSeconds the agent's.
 	CPUSeconds      float64 `json:"cpuSeconds"`
@@ -331,7 +334,9 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		{scLat10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.LatencyN, cfg.LatencyRate, 0) }},
 	}
 	// Round by round, so that a drift in the machine's load over the run
-	// affects every scenario and protocol alike.
+	// affects every scenario and protocol alike; the protocols take turns
+	// to go first, so that neither always follows the same scenario, and
+	// each flow starts with the bench process's garbage collected.
 	for run := 1; run <= cfg.Repeat; run++ {
 		for _, s := range steps {
 			if !want(s.name) {
@@ -339,9 +344,11 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 			}
 			protos := []string{""}
 			if s.bridged {
-				protos = cfg.Protocols
+				k := (run - 1) % len(cfg.Protocols)
+				protos = append(slices.Clone(cfg.Protocols[k:]), cfg.Protocols[:k]...)
 			}
 			for _, p := range protos {
+				runtime.GC()
 				if err := flow(s.name, p, run, func() (Flow, error) { return s.f(p) }); err != nil {
 					return rep, err
 				}
@@ -500,6 +507,7 @@ func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) F
 		}
 		f.Misordered += c.misorder
 		f.Deliveries += int64(c.chunks)
+		f.ActionFrames += int64(c.actions)
 	}
 	f.Seconds = last.Sub(time.Unix(0, first)).Seconds()
 	if f.Seconds > 0 {

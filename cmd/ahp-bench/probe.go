@@ -157,6 +157,7 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if !bytes.HasPrefix(frame, actionPrefix) {
 		return false
 	}
+	p.actions++
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
 	}
@@ -166,6 +167,7 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 // counter collects the bench stamps one reader sees.
 type counter struct {
 	lat       *hist
+	actions   int       // action frames seen, with stamps or not
 	chunks    int       // stamps seen
 	nextIndex int       // next chunk index expected
 	misorder  int       // stamps whose index was not the next expected
