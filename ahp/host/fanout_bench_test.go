@@ -227,3 +227,29 @@ func BenchmarkMarshalDelta(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChatInputs measures what the host recomputes after every chat
+// action other than streamed text: what the chat waits for, from its active
+// turn's parts. The turn holds n completed tool calls and n markdown parts,
+// as a flood with a tool call every 50 chunks leaves it after 50·n chunks
+// (ahp-bench's bridge-1-tools), and nothing is pending.
+func BenchmarkChatInputs(b *testing.B) {
+	for _, n := range []int{100, 2000} {
+		b.Run(fmt.Sprint("toolCalls=", n), func(b *testing.B) {
+			t := &wire.ActiveTurn{ID: "t1"}
+			for i := range n {
+				t.ResponseParts = append(t.ResponseParts,
+					wire.NewResponsePart(&wire.ToolCallResponsePart{ToolCall: wire.NewToolCallState(&wire.ToolCallCompletedState{
+						ToolCallID: fmt.Sprint("tool-", i), ToolName: "bench", DisplayName: "Bench"})}),
+					wire.NewResponsePart(&wire.MarkdownResponsePart{ID: fmt.Sprint("md-", i), Content: "text"}))
+			}
+			st := &wire.ChatState{ActiveTurn: t}
+			b.ReportAllocs()
+			for b.Loop() {
+				if in := chatInputs("ahp-chat:/00000000-0000-4000-8000-000000000000", st); len(in) != 0 {
+					b.Fatal(in)
+				}
+			}
+		})
+	}
+}

@@ -26,20 +26,22 @@ import (
 // -cpuprofile: one 0.7.0 reader, uncoalesced and coalesced (as `serve`
 // runs), and, coalesced, one or 100 readers speaking 0.7.0 or 0.3.0 (whose
 // turns arrive through the 0.3.0 codec as session/delta on the session
-// channel). The readers only look for the last chunk's index.
+// channel), and one 0.7.0 reader of a flood with a tool call after every
+// 50 chunks. The readers only look for the last chunk's index.
 //
 //	go test -run - -bench 'BridgeFlood/coalesced/clients=1/ahp=0.3.0' -benchtime 100000x -cpuprofile cpu.out ./internal/bridgetest
 func BenchmarkBridgeFlood(b *testing.B) {
-	b.Run("uncoalesced", func(b *testing.B) { benchFlood(b, false, "0.7.0", 1) })
-	b.Run("coalesced", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1) })
+	b.Run("uncoalesced", func(b *testing.B) { benchFlood(b, false, "0.7.0", 1, 0) })
+	b.Run("coalesced", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 0) })
 	for _, clients := range []int{1, 100} {
 		for _, v := range []string{"0.7.0", "0.3.0"} {
-			b.Run(fmt.Sprintf("coalesced/clients=%d/ahp=%s", clients, v), func(b *testing.B) { benchFlood(b, true, v, clients) })
+			b.Run(fmt.Sprintf("coalesced/clients=%d/ahp=%s", clients, v), func(b *testing.B) { benchFlood(b, true, v, clients, 0) })
 		}
 	}
+	b.Run("coalesced/tools=50", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 50) })
 }
 
-func benchFlood(b *testing.B, coalesce bool, version string, clients int) {
+func benchFlood(b *testing.B, coalesce bool, version string, clients, toolEvery int) {
 	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(b)}, CoalesceText: coalesce}, zerolog.Nop())
 	env := Start(b, []backend.Provider{p}, Options{})
 	c := env.Client(b)
@@ -99,7 +101,7 @@ func benchFlood(b *testing.B, coalesce bool, version string, clients int) {
 		}()
 	}
 	turnStarted["turnId"] = "00000000-0000-4000-8000-000000000001"
-	turnStarted["message"] = map[string]any{"text": fmt.Sprintf("bench %d 64", b.N), "origin": map[string]any{"kind": "user"}}
+	turnStarted["message"] = map[string]any{"text": fmt.Sprintf("bench %d 64 0 %d", b.N, toolEvery), "origin": map[string]any{"kind": "user"}}
 	send(readers[0], map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": turns, "clientSeq": 1,
 		"action": turnStarted}})
 	for range readers {
