@@ -157,7 +157,11 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if !bytes.HasPrefix(frame, actionPrefix) {
 		return false
 	}
-	p.actions++
+	select {
+	case <-p.full: // counted to the last chunk: summarize reads it now
+	default:
+		p.actions++
+	}
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
 	}
@@ -167,7 +171,7 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 // counter collects the bench stamps one reader sees.
 type counter struct {
 	lat       *hist
-	actions   int       // action frames seen, with stamps or not
+	actions   int       // action frames seen, with stamps or not, until full
 	chunks    int       // stamps seen
 	nextIndex int       // next chunk index expected
 	misorder  int       // stamps whose index was not the next expected
