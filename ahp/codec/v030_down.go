@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
@@ -90,6 +91,19 @@ var sameIn030 = map[wire.ActionType]bool{
 // echo the sender reconciles its pending action with, the others are
 // plain state changes to it.
 func (c *v030) Envelope(e Envelope) []Envelope {
+	if action, ok := streamedText030(e.Action); ok {
+		session, ok := c.dir.SessionOfDefaultChat(e.Channel)
+		if !ok {
+			return nil
+		}
+		return []Envelope{{Channel: session, Action: action, ServerSeq: e.ServerSeq, Origin: e.Origin}}
+	}
+	return c.envelope(e)
+}
+
+// envelope is Envelope's general path: decode the 0.7.0 action, project
+// it, encode the 0.3.0 actions.
+func (c *v030) envelope(e Envelope) []Envelope {
 	channel := e.Channel
 	if strings.HasPrefix(typeOf030(e.Action), "chat/") {
 		session, ok := c.dir.SessionOfDefaultChat(e.Channel)
@@ -315,3 +329,113 @@ func typeOf030(action json.RawMessage) string {
 	}
 	return t.Type
 }
+
+// The streamed-text actions as the host encodes them (host.encodeAction,
+// byte-identical to json.Marshal), and their 0.3.0 names.
+var streamedText = []struct{ from, to string }{
+	{`{"type":"chat/delta","turnId":`, `{"type":"session/delta","turnId":`},
+	{`{"type":"chat/reasoning","turnId":`, `{"type":"session/reasoning","turnId":`},
+}
+
+// streamedText030 is the fast path of Envelope for nearly every action of
+// a busy session: a chat/delta or chat/reasoning with exactly the members
+// turnId, partId and content in that order, each string as json.Marshal
+// writes it (see canonicalJSONString), becomes its 0.3.0 session/delta or
+// session/reasoning by renaming its type. These are the bytes the general
+// path produces by decoding and re-encoding it twice (a test compares the
+// two), at a fraction of the cost. Anything else, _meta included, takes
+// the general path.
+func streamedText030(raw []byte) (json.RawMessage, bool) {
+	for _, st := range streamedText {
+		if len(raw) < len(st.from) || string(raw[:len(st.from)]) != st.from {
+			continue
+		}
+		i := canonicalJSONString(raw, len(st.from))
+		for _, member := range []string{`,"partId":`, `,"content":`} {
+			if i < 0 || len(raw)-i < len(member) || string(raw[i:i+len(member)]) != member {
+				return nil, false
+			}
+			i = canonicalJSONString(raw, i+len(member))
+		}
+		if i != len(raw)-1 || raw[i] != '}' {
+			return nil, false
+		}
+		out := make([]byte, 0, len(raw)-len(st.from)+len(st.to))
+		out = append(out, st.to...)
+		return append(out, raw[len(st.from):]...), true
+	}
+	return nil, false
+}
+
+// canonicalJSONString returns the end of the JSON string starting at b[i]
+// if it is exactly what json.Marshal writes for the string it decodes to,
+// else -1. json.Marshal writes valid UTF-8 as it is, except: \" and \\;
+// \b \f \n \r \t; other control characters and <, > and & as \u00xx
+// (lower-case hex); U+2028 and U+2029 as \u2028 and \u2029. (Invalid UTF-8
+// becomes \ufffd, which decodes to a valid U+FFFD, written as it is: so a
+// \ufffd is not canonical.)
+func canonicalJSONString(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	for i++; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				i += 2
+				continue
+			case 'u':
+			default:
+				return -1
+			}
+			if len(b)-i < 6 {
+				return -1
+			}
+			if !canonicalUEscape(string(b[i+2 : i+6])) {
+				return -1
+			}
+			i += 6
+		case c < 0x20, c == '<', c == '>', c == '&':
+			return -1
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+				return -1
+			}
+			i += size
+		}
+	}
+	return -1
+}
+
+// canonicalUEscape says whether json.Marshal writes \u followed by the
+// four hex digits u.
+func canonicalUEscape(u string) bool {
+	switch u {
+	case "2028", "2029", "003c", "003e", "0026":
+		return true
+	}
+	if u[:2] != "00" || u[2] != '0' && u[2] != '1' {
+		return false
+	}
+	lo := strings.IndexByte(hexDigits, u[3])
+	if lo < 0 {
+		return false
+	}
+	switch c := (u[2]-'0')<<4 | byte(lo); c {
+	case '\b', '\f', '\n', '\r', '\t':
+		return false // written in their short forms
+	}
+	return true // another control character
+}
+
+const hexDigits = "0123456789abcdef"

@@ -124,20 +124,27 @@ func chatInputs(chat string, st *wire.ChatState) []inputEntry {
 	for _, p := range t.ResponseParts {
 		switch part := p.Value.(type) {
 		case *wire.ToolCallResponsePart:
+			// The id only for a tool call that waits: this runs after most
+			// chat actions over every part of the turn, finished tool calls
+			// included (BenchmarkChatInputs).
 			tc := part.ToolCall
-			id := chat + "#tool/" + tc.ToolCallID()
+			toolID := func() string { return chat + "#tool/" + tc.ToolCallID() }
 			switch v := tc.Value.(type) {
 			case *wire.ToolCallPendingConfirmationState:
+				id := toolID()
 				add(id, &wire.SessionToolConfirmationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolConfirmation,
 					TurnID: t.ID, ToolCall: wire.NewToolCallConfirmationState(v)})
 			case *wire.ToolCallPendingResultConfirmationState:
+				id := toolID()
 				add(id, &wire.SessionToolConfirmationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolConfirmation,
 					TurnID: t.ID, ToolCall: wire.NewToolCallConfirmationState(v)})
 			case *wire.ToolCallAuthRequiredState:
+				id := toolID()
 				add(id, &wire.SessionToolAuthenticationRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolAuthentication,
 					TurnID: t.ID, ToolCall: *v})
 			case *wire.ToolCallRunningState:
 				if c, ok := contributorOf(tc).(*wire.ToolCallClientContributor); ok && c != nil {
+					id := toolID()
 					add(id, &wire.SessionToolClientExecutionRequest{ID: id, Chat: chat, Kind: wire.SessionInputRequestKindToolClientExecution,
 						TurnID: t.ID, ClientID: c.ClientID, ToolCall: *v})
 				}

@@ -29,7 +29,15 @@ type Config struct {
 	StartupRuns int           // start-up samples (scenario 7)
 	SlowFor     time.Duration // length of the endless stream (scenario 8)
 	Only        []string      // run only these scenarios (all when empty)
-	Timeout     time.Duration
+	// Protocols are the AHP versions the probes speak (default 0.7.0). Each
+	// bridged flow runs once per protocol, in this order; memory, start-up
+	// and slow-client use the first.
+	Protocols []string
+	// Repeat runs every flow scenario (direct included) this many times,
+	// the protocols interleaved within each round; the summary gives the
+	// min and median.
+	Repeat  int
+	Timeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -72,11 +80,21 @@ func (c *Config) defaults() {
 	if c.Timeout <= 0 {
 		c.Timeout = 5 * time.Minute
 	}
+	if len(c.Protocols) == 0 {
+		c.Protocols = []string{v070}
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 1
+	}
 }
 
 // Flow is one streaming scenario's figures.
 type Flow struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Protocol is the AHP version the clients spoke ("" for the direct
+	// floors, which have no AHP client); Run counts from 1 when repeated.
+	Protocol  string `json:"protocol,omitempty"`
+	Run       int    `json:"run,omitempty"`
 	Sessions  int    `json:"sessions"`
 	Clients   int    `json:"clientsPerSession"`
 	Chunks    int    `json:"chunksPerSession"`
@@ -92,10 +110,13 @@ type Flow struct {
 	MBPerSec              float64 `json:"mbPerSec"`
 	AggregateChunksPerSec float64 `json:"aggregateChunksPerSec"`
 	// Deliveries is chunks × clients × sessions received in all.
-	Deliveries int64   `json:"deliveries"`
-	P50Micros  float64 `json:"p50Micros"`
-	P99Micros  float64 `json:"p99Micros"`
-	MaxMicros  float64 `json:"maxMicros"`
+	Deliveries int64 `json:"deliveries"`
+	// ActionFrames is the action frames the clients received in all (the
+	// chunks coalesce into fewer frames when the bridge is behind).
+	ActionFrames int64   `json:"actionFrames"`
+	P50Micros    float64 `json:"p50Micros"`
+	P99Micros    float64 `json:"p99Micros"`
+	MaxMicros    float64 `json:"maxMicros"`
 	// CPUSeconds and PeakRSSMiB are the bridge process's (for "direct",
 	// the bench process's own ACP client); AgentCPUSeconds the agent's.
 	CPUSeconds      float64 `json:"cpuSeconds"`
@@ -137,23 +158,99 @@ type Machine struct {
 
 // Report is everything one Run measured.
 type Report struct {
-	Started time.Time   `json:"started"`
-	Command string      `json:"command"`
-	Machine Machine     `json:"machine"`
-	Flows   []Flow      `json:"flows"`
+	Started time.Time `json:"started"`
+	Command string    `json:"command"`
+	Machine Machine   `json:"machine"`
+	// Protocols are the AHP versions the probes spoke, the first one also
+	// in memory, start-up and slow-client.
+	Protocols []string `json:"protocols"`
+	Flows     []Flow   `json:"flows"`
+	// Summary has one entry per flow scenario and protocol: the figures
+	// over its runs.
+	Summary []Summary   `json:"summary"`
 	Memory  *Memory     `json:"memory,omitempty"`
 	Startup *Startup    `json:"startup,omitempty"`
 	Slow    *SlowClient `json:"slowClient,omitempty"`
 }
 
-// Flow returns the named flow, or nil.
+// Summary is one flow scenario's figures for one protocol over its runs.
+type Summary struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol,omitempty"`
+	Runs     int    `json:"runs"`
+	// Chunks per second per session stream.
+	MinChunksPerSec    float64 `json:"minChunksPerSec"`
+	MedianChunksPerSec float64 `json:"medianChunksPerSec"`
+	MaxChunksPerSec    float64 `json:"maxChunksPerSec"`
+	// The medians over the runs of each run's p50 and p99 latency, and of
+	// the bridge's CPU seconds.
+	MedianP50Micros  float64 `json:"medianP50Micros"`
+	MedianP99Micros  float64 `json:"medianP99Micros"`
+	MedianCPUSeconds float64 `json:"medianCpuSeconds"`
+}
+
+// Flow returns the first run of the named flow with the first protocol
+// (or the direct floor), or nil.
 func (r *Report) Flow(name string) *Flow {
 	for i := range r.Flows {
-		if r.Flows[i].Name == name {
-			return &r.Flows[i]
+		if f := &r.Flows[i]; f.Name == name && (f.Protocol == "" || len(r.Protocols) == 0 || f.Protocol == r.Protocols[0]) {
+			return f
 		}
 	}
 	return nil
+}
+
+// Sum returns the summary of the named flow with the given protocol (""
+// for the direct floors), or nil.
+func (r *Report) Sum(name, protocol string) *Summary {
+	for i := range r.Summary {
+		if s := &r.Summary[i]; s.Name == name && s.Protocol == protocol {
+			return s
+		}
+	}
+	return nil
+}
+
+// summarizeRuns fills r.Summary from r.Flows, in the order the flows first
+// ran.
+func (r *Report) summarizeRuns() {
+	r.Summary = nil
+	type key struct{ name, proto string }
+	var order []key
+	runs := map[key][]Flow{}
+	for _, f := range r.Flows {
+		k := key{f.Name, f.Protocol}
+		if _, ok := runs[k]; !ok {
+			order = append(order, k)
+		}
+		runs[k] = append(runs[k], f)
+	}
+	median := func(fs []Flow, v func(Flow) float64) float64 {
+		xs := make([]float64, len(fs))
+		for i, f := range fs {
+			xs[i] = v(f)
+		}
+		slices.Sort(xs)
+		if n := len(xs); n%2 == 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return xs[len(xs)/2]
+	}
+	for _, k := range order {
+		fs := runs[k]
+		s := Summary{Name: k.name, Protocol: k.proto, Runs: len(fs),
+			MinChunksPerSec: fs[0].ChunksPerSec, MaxChunksPerSec: fs[0].ChunksPerSec,
+			MedianChunksPerSec: median(fs, func(f Flow) float64 { return f.ChunksPerSec }),
+			MedianP50Micros:    median(fs, func(f Flow) float64 { return f.P50Micros }),
+			MedianP99Micros:    median(fs, func(f Flow) float64 { return f.P99Micros }),
+			MedianCPUSeconds:   median(fs, func(f Flow) float64 { return f.CPUSeconds }),
+		}
+		for _, f := range fs {
+			s.MinChunksPerSec = min(s.MinChunksPerSec, f.ChunksPerSec)
+			s.MaxChunksPerSec = max(s.MaxChunksPerSec, f.ChunksPerSec)
+		}
+		r.Summary = append(r.Summary, s)
+	}
 }
 
 // Scenario names, in the order they run.
@@ -188,43 +285,78 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 			return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(AllScenarios, ", "))
 		}
 	}
-	want := func(s string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, s) }
-	rep := &Report{Started: time.Now().UTC(), Machine: machine()}
-	defer func() { rep.Machine.LoadAfter = loadAvg() }()
-	flow := func(name string, f func() (Flow, error)) error {
-		if !want(name) {
-			return nil
+	for _, p := range cfg.Protocols {
+		if !slices.Contains(protocols, p) {
+			return nil, fmt.Errorf("unknown protocol %q (the probes speak %s)", p, strings.Join(protocols, ", "))
 		}
+	}
+	want := func(s string) bool { return len(cfg.Only) == 0 || slices.Contains(cfg.Only, s) }
+	rep := &Report{Started: time.Now().UTC(), Machine: machine(), Protocols: cfg.Protocols}
+	defer func() { rep.Machine.LoadAfter = loadAvg(); rep.summarizeRuns() }()
+	proto0 := cfg.Protocols[0]
+	flow := func(name, proto string, run int, f func() (Flow, error)) error {
 		fl, err := f()
 		if err != nil {
+			if proto != "" {
+				return fmt.Errorf("scenario %s (AHP %s): %w", name, proto, err)
+			}
 			return fmt.Errorf("scenario %s: %w", name, err)
 		}
-		fl.Name = name
+		fl.Name, fl.Protocol = name, proto
+		if cfg.Repeat > 1 {
+			fl.Run = run
+		}
 		rep.Flows = append(rep.Flows, fl)
-		progress(fmt.Sprintf("%-15s %10.0f chunks/s  p50 %8.0fµs  p99 %8.0fµs", name, fl.ChunksPerSec, fl.P50Micros, fl.P99Micros))
+		label := name
+		if proto != "" {
+			label += " " + proto
+		}
+		if cfg.Repeat > 1 {
+			label += fmt.Sprintf(" #%d", run)
+		}
+		progress(fmt.Sprintf("%-22s %10.0f chunks/s  p50 %8.0fµs  p99 %8.0fµs", label, fl.ChunksPerSec, fl.P50Micros, fl.P99Micros))
 		return nil
 	}
+	// A bridged step measures the probes' protocol; a direct one has none.
 	steps := []struct {
-		name string
-		f    func() (Flow, error)
+		name    string
+		bridged bool
+		f       func(proto string) (Flow, error)
 	}{
-		{scDirect, func() (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0) }},
-		{scBridge1, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.Chunks, 0, 0) }},
-		{scBridge1T, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.Chunks, 0, cfg.ToolEvery) }},
-		{scBridge10, func() (Flow, error) { return bridged(ctx, cfg, 1, 10, cfg.Chunks, 0, 0) }},
-		{scFanout, func() (Flow, error) { return bridged(ctx, cfg, 1, cfg.FanoutSize, cfg.FanoutN, 0, 0) }},
-		{scSessions, func() (Flow, error) { return bridged(ctx, cfg, cfg.Sessions, 1, cfg.SessionsN, 0, 0) }},
-		{scLatDirect, func() (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate) }},
-		{scLatBridge1, func() (Flow, error) { return bridged(ctx, cfg, 1, 1, cfg.LatencyN, cfg.LatencyRate, 0) }},
-		{scLat10, func() (Flow, error) { return bridged(ctx, cfg, 1, 10, cfg.LatencyN, cfg.LatencyRate, 0) }},
+		{scDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0) }},
+		{scBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, 0) }},
+		{scBridge1T, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, cfg.ToolEvery) }},
+		{scBridge10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.Chunks, 0, 0) }},
+		{scFanout, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, cfg.FanoutSize, cfg.FanoutN, 0, 0) }},
+		{scSessions, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, cfg.Sessions, 1, cfg.SessionsN, 0, 0) }},
+		{scLatDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate) }},
+		{scLatBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.LatencyN, cfg.LatencyRate, 0) }},
+		{scLat10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.LatencyN, cfg.LatencyRate, 0) }},
 	}
-	for _, s := range steps {
-		if err := flow(s.name, s.f); err != nil {
-			return rep, err
+	// Round by round, so that a drift in the machine's load over the run
+	// affects every scenario and protocol alike; the protocols take turns
+	// to go first, so that neither always follows the same scenario, and
+	// each flow starts with the bench process's garbage collected.
+	for run := 1; run <= cfg.Repeat; run++ {
+		for _, s := range steps {
+			if !want(s.name) {
+				continue
+			}
+			protos := []string{""}
+			if s.bridged {
+				k := (run - 1) % len(cfg.Protocols)
+				protos = append(slices.Clone(cfg.Protocols[k:]), cfg.Protocols[:k]...)
+			}
+			for _, p := range protos {
+				runtime.GC()
+				if err := flow(s.name, p, run, func() (Flow, error) { return s.f(p) }); err != nil {
+					return rep, err
+				}
+			}
 		}
 	}
 	if want(scMemory) {
-		m, err := idleMemory(ctx, cfg)
+		m, err := idleMemory(ctx, cfg, proto0)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", scMemory, err)
 		}
@@ -240,7 +372,7 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		progress(fmt.Sprintf("%-15s median %.1f ms", scStartup, s.MedianMs))
 	}
 	if want(scSlow) {
-		s, err := slowClient(ctx, cfg, cfg.SlowFor)
+		s, err := slowClient(ctx, cfg, proto0, cfg.SlowFor)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", scSlow, err)
 		}
@@ -275,9 +407,9 @@ func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
 }
 
 // bridged runs sessions floods through a fresh bridge process, each read
-// by clients probes (the first of which also creates the session and
-// starts the turn).
-func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEvery int) (Flow, error) {
+// by clients probes speaking proto (the first of which also creates the
+// session and starts the turn).
+func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n, rate, toolEvery int) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(sessions+1))
@@ -292,13 +424,13 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		}
 	}()
 	type sess struct {
-		chat string
-		ctl  *probe
+		turns string // where the session's turns stream: its default chat, or itself in 0.3.0
+		ctl   *probe
 	}
 	ss := make([]sess, sessions)
 	for i := range ss {
 		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
-		ctl, err := dialProbe(ctx, bp.URL, n)
+		ctl, err := dialProbe(ctx, bp.URL, n, proto)
 		if err != nil {
 			return Flow{}, err
 		}
@@ -306,18 +438,18 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		if err := ctl.initialize(ctx, fmt.Sprintf("bench-%d-0", i)); err != nil {
 			return Flow{}, err
 		}
-		chat, err := ctl.createSession(ctx, ch)
+		turns, err := ctl.createSession(ctx, ch)
 		if err != nil {
 			return Flow{}, fmt.Errorf("%w; the bridge's log ends with: %s", err, bp.stderr.String())
 		}
-		ss[i] = sess{chat: chat, ctl: ctl}
+		ss[i] = sess{turns: turns, ctl: ctl}
 		for j := 1; j < clients; j++ {
-			p, err := dialProbe(ctx, bp.URL, n)
+			p, err := dialProbe(ctx, bp.URL, n, proto)
 			if err != nil {
 				return Flow{}, err
 			}
 			probes = append(probes, p)
-			if err := p.initialize(ctx, fmt.Sprintf("bench-%d-%d", i, j), ch, chat); err != nil {
+			if err := p.initialize(ctx, fmt.Sprintf("bench-%d-%d", i, j), ch, turns); err != nil {
 				return Flow{}, err
 			}
 		}
@@ -332,7 +464,7 @@ func bridged(ctx context.Context, cfg Config, sessions, clients, n, rate, toolEv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ctl.startTurn(s.chat, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
+			errs[i] = s.ctl.startTurn(s.turns, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
 		}()
 	}
 	wg.Wait()
@@ -375,6 +507,7 @@ func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) F
 		}
 		f.Misordered += c.misorder
 		f.Deliveries += int64(c.chunks)
+		f.ActionFrames += int64(c.actions)
 	}
 	f.Seconds = last.Sub(time.Unix(0, first)).Seconds()
 	if f.Seconds > 0 {
@@ -391,8 +524,8 @@ func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) F
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // idleMemory is scenario 6: the bridge's RSS growth per idle session and
-// per idle connected client.
-func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
+// per idle connected client, the clients speaking proto.
+func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(cfg.Idle+1))
@@ -400,7 +533,7 @@ func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
 		return nil, err
 	}
 	defer bp.stop()
-	ctl, err := dialProbe(ctx, bp.URL, 0)
+	ctl, err := dialProbe(ctx, bp.URL, 0, proto)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +565,7 @@ func idleMemory(ctx context.Context, cfg Config) (*Memory, error) {
 		}
 	}()
 	for i := 0; i < cfg.Idle; i++ {
-		p, err := dialProbe(ctx, bp.URL, 0)
+		p, err := dialProbe(ctx, bp.URL, 0, proto)
 		if err != nil {
 			return nil, err
 		}

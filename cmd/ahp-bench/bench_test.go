@@ -88,3 +88,44 @@ func TestCommand(t *testing.T) {
 	assert.Equal(t, 1, run([]string{"-bin", bin, "-only", "nope", "-json", ""}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), `unknown scenario "nope"`)
 }
+
+// The probes speak 0.3.0 as well as 0.7.0: with both and two rounds, every
+// bridged flow runs once per protocol per round, every client of either
+// dialect sees every chunk, and the summary compares the dialects.
+func TestDialects(t *testing.T) {
+	bin := bridgetest.Binary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cfg := Config{Bin: bin, Chunks: 500, FanoutN: 100, FanoutSize: 5, ToolEvery: 10, Protocols: []string{v070, v030}, Repeat: 2,
+		Only: []string{scDirect, scBridge1, scBridge1T, scFanout, scMemory}, Idle: 5, Timeout: time.Minute}
+	rep, err := Run(ctx, cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Flows, 2*(1+3*2))
+	for _, f := range rep.Flows {
+		assert.Equal(t, int64(f.Chunks*f.Clients*f.Sessions), f.Deliveries, "%s %s #%d: every client saw every chunk", f.Name, f.Protocol, f.Run)
+		assert.Zero(t, f.Misordered, "%s %s #%d", f.Name, f.Protocol, f.Run)
+		assert.Contains(t, []int{1, 2}, f.Run)
+		if f.Name == scDirect {
+			assert.Empty(t, f.Protocol)
+		} else {
+			assert.Contains(t, []string{v070, v030}, f.Protocol)
+		}
+	}
+	require.Len(t, rep.Summary, 1+3*2)
+	for _, s := range rep.Summary {
+		assert.Equal(t, 2, s.Runs, s.Name)
+		assert.LessOrEqual(t, s.MinChunksPerSec, s.MedianChunksPerSec, s.Name)
+		assert.LessOrEqual(t, s.MedianChunksPerSec, s.MaxChunksPerSec, s.Name)
+	}
+	assert.NotNil(t, rep.Sum(scFanout, v030))
+	require.NotNil(t, rep.Memory, "memory runs with the first protocol")
+
+	var out bytes.Buffer
+	printTable(&out, rep)
+	assert.Contains(t, out.String(), "bridge-1: AHP 0.7.0 / AHP 0.3.0 throughput (medians)")
+	assert.Contains(t, out.String(), "bridge-100: AHP 0.7.0 / AHP 0.3.0 throughput (medians)")
+
+	var stderr bytes.Buffer
+	assert.Equal(t, 1, run([]string{"-bin", bin, "-protocol", "0.4.0", "-json", ""}, &out, &stderr))
+	assert.Contains(t, stderr.String(), `unknown protocol "0.4.0"`)
+}

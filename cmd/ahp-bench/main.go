@@ -2,10 +2,12 @@
 // (`ahp-bridge demo-agent`, prompt "bench …") read directly with
 // acp-go-sdk, and through a separate `ahp-bridge serve` process by 1, 10
 // and 100 AHP clients on one session and by 100 sessions in parallel, plus
-// idle memory per session and per client and the start-up time. It prints
+// idle memory per session and per client and the start-up time. Its AHP
+// clients speak 0.7.0, or 0.3.0 (-protocol), or both in one run. It prints
 // a table and writes the figures as JSON. See docs/performance.md.
 //
 //	go build -o /tmp/ahpb ./cmd/ahp-bridge && go run ./cmd/ahp-bench -bin /tmp/ahpb
+//	go run ./cmd/ahp-bench -bin /tmp/ahpb -only bridge-1,bridge-100 -protocol 0.7.0,0.3.0 -repeat 3
 package main
 
 import (
@@ -31,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ahp-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg Config
-	var only, out string
+	var only, out, protos string
 	fs.StringVar(&cfg.Bin, "bin", "", "the ahp-bridge `BINARY` to measure (required)")
 	fs.IntVar(&cfg.Chunks, "n", 100000, "chunks per flood (direct, 1 and 10 clients)")
 	fs.IntVar(&cfg.FanoutN, "n-fanout", 0, "chunks per flood with 100 clients (default n/10)")
@@ -45,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Idle, "idle", 1000, "idle sessions and idle clients (memory)")
 	fs.IntVar(&cfg.StartupRuns, "startup-runs", 10, "start-up samples")
 	fs.DurationVar(&cfg.SlowFor, "slow-for", 10*time.Second, "length of the endless stream with a stalled client (slow-client)")
+	fs.StringVar(&protos, "protocol", v070, "comma-separated AHP `VERSIONS` the clients speak ("+strings.Join(protocols, ", ")+
+		"); each bridged flow runs once per version, memory, startup and slow-client with the first")
+	fs.IntVar(&cfg.Repeat, "repeat", 1, "run every flow scenario `N` times (round by round) and summarize min and median")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")
 	fs.StringVar(&out, "json", "ahp-bench.json", "write the report to `FILE` (empty: don't)")
 	if err := fs.Parse(args); err != nil {
@@ -65,6 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg.Bin = bin
 	if only != "" {
 		cfg.Only = strings.Split(only, ",")
+	}
+	if protos != "" {
+		cfg.Protocols = strings.Split(protos, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,28 +102,76 @@ func run(args []string, stdout, stderr io.Writer) int {
 func printTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "machine: %d cores, %s, %s, %s; load average %s at start, %s at end\n\n", r.Machine.Cores, r.Machine.CPUModel,
 		r.Machine.OS, r.Machine.GoVersion, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	if len(r.Protocols) > 0 {
+		fmt.Fprintf(w, "AHP clients speak %s\n\n", strings.Join(r.Protocols, " and "))
+	}
 	if len(r.Flows) > 0 {
-		fmt.Fprintf(w, "%-15s %5s %5s %7s %5s %6s %11s %8s %12s %9s %9s %9s %7s %7s %8s\n",
-			"scenario", "sess", "cli", "chunks", "bytes", "pace/s", "chunks/s", "MB/s", "aggr.chunk/s",
+		fmt.Fprintf(w, "%-15s %5s %4s %5s %5s %7s %5s %6s %11s %8s %12s %9s %9s %9s %7s %7s %8s\n",
+			"scenario", "ahp", "run", "sess", "cli", "chunks", "bytes", "pace/s", "chunks/s", "MB/s", "aggr.chunk/s",
 			"p50 µs", "p99 µs", "max µs", "cpu s", "agent s", "peak MiB")
 		for _, f := range r.Flows {
 			pace := "-"
 			if f.Rate > 0 {
 				pace = fmt.Sprint(f.Rate)
 			}
-			fmt.Fprintf(w, "%-15s %5d %5d %7d %5d %6s %11.0f %8.2f %12.0f %9.0f %9.0f %9.0f %7.2f %7.2f %8.1f\n",
-				f.Name, f.Sessions, f.Clients, f.Chunks, f.Size, pace, f.ChunksPerSec, f.MBPerSec, f.AggregateChunksPerSec,
+			proto, run := "-", "-"
+			if f.Protocol != "" {
+				proto = f.Protocol
+			}
+			if f.Run > 0 {
+				run = fmt.Sprint(f.Run)
+			}
+			fmt.Fprintf(w, "%-15s %5s %4s %5d %5d %7d %5d %6s %11.0f %8.2f %12.0f %9.0f %9.0f %9.0f %7.2f %7.2f %8.1f\n",
+				f.Name, proto, run, f.Sessions, f.Clients, f.Chunks, f.Size, pace, f.ChunksPerSec, f.MBPerSec, f.AggregateChunksPerSec,
 				f.P50Micros, f.P99Micros, f.MaxMicros, f.CPUSeconds, f.AgentCPUSeconds, f.PeakRSSMiB)
 		}
-		if d, b := r.Flow(scDirect), r.Flow(scBridge1); d != nil && b != nil && d.ChunksPerSec > 0 {
-			fmt.Fprintf(w, "\nbridge-1 / direct throughput: %.0f %%\n", 100*b.ChunksPerSec/d.ChunksPerSec)
+		repeated := false
+		for _, s := range r.Summary {
+			repeated = repeated || s.Runs > 1
 		}
-		if o, b := r.Flow(scBridge1), r.Flow(scFanout); o != nil && b != nil && o.ChunksPerSec > 0 {
-			fmt.Fprintf(w, "bridge-100 / bridge-1 throughput: %.0f %%\n", 100*b.ChunksPerSec/o.ChunksPerSec)
+		if repeated {
+			fmt.Fprintf(w, "\n%-15s %5s %4s %11s %11s %11s %9s %9s %7s\n", "summary", "ahp", "runs",
+				"min chunk/s", "med chunk/s", "max chunk/s", "med p50", "med p99", "med cpu")
+			for _, s := range r.Summary {
+				proto := "-"
+				if s.Protocol != "" {
+					proto = s.Protocol
+				}
+				fmt.Fprintf(w, "%-15s %5s %4d %11.0f %11.0f %11.0f %9.0f %9.0f %7.2f\n", s.Name, proto, s.Runs,
+					s.MinChunksPerSec, s.MedianChunksPerSec, s.MaxChunksPerSec, s.MedianP50Micros, s.MedianP99Micros, s.MedianCPUSeconds)
+			}
 		}
-		if d, b := r.Flow(scLatDirect), r.Flow(scLat10); d != nil && b != nil {
-			fmt.Fprintf(w, "added latency, 10 clients at %d chunks/s: p50 %.0f µs, p99 %.0f µs\n",
-				b.Rate, b.P50Micros-d.P50Micros, b.P99Micros-d.P99Micros)
+		med := "" // the ratios are of medians over the runs
+		if repeated {
+			med = " (medians)"
+		}
+		p0 := ""
+		if len(r.Protocols) > 0 {
+			p0 = r.Protocols[0]
+		}
+		fmt.Fprintln(w)
+		if d, b := r.Sum(scDirect, ""), r.Sum(scBridge1, p0); d != nil && b != nil && d.MedianChunksPerSec > 0 {
+			fmt.Fprintf(w, "bridge-1 / direct throughput%s, AHP %s: %.0f %%\n", med, p0, 100*b.MedianChunksPerSec/d.MedianChunksPerSec)
+		}
+		if o, b := r.Sum(scBridge1, p0), r.Sum(scFanout, p0); o != nil && b != nil && o.MedianChunksPerSec > 0 {
+			fmt.Fprintf(w, "bridge-100 / bridge-1 throughput%s, AHP %s: %.0f %%\n", med, p0, 100*b.MedianChunksPerSec/o.MedianChunksPerSec)
+		}
+		if d, b := r.Sum(scLatDirect, ""), r.Sum(scLat10, p0); d != nil && b != nil {
+			fmt.Fprintf(w, "added latency%s, 10 clients at %d chunks/s, AHP %s: p50 %.0f µs, p99 %.0f µs\n",
+				med, r.Flow(scLat10).Rate, p0, b.MedianP50Micros-d.MedianP50Micros, b.MedianP99Micros-d.MedianP99Micros)
+		}
+		for _, p := range r.Protocols[min(1, len(r.Protocols)):] {
+			for _, s := range r.Summary {
+				if s.Protocol != p0 {
+					continue
+				}
+				if f := r.Flow(s.Name); f != nil && f.Rate > 0 {
+					continue // paced: the throughput is the pace
+				}
+				if o := r.Sum(s.Name, p); o != nil && o.MedianChunksPerSec > 0 {
+					fmt.Fprintf(w, "%s: AHP %s / AHP %s throughput%s: %.0f %%\n", s.Name, p0, p, med, 100*s.MedianChunksPerSec/o.MedianChunksPerSec)
+				}
+			}
 		}
 	}
 	if m := r.Memory; m != nil {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,14 +18,20 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 )
 
-// probe is a minimal AHP 0.7.0 client for measuring: it speaks just enough
-// JSON-RPC to initialize, create a session, subscribe to it and its default
-// chat and start a turn there, and otherwise only scans incoming `action`
+// probe is a minimal AHP client for measuring: it speaks just enough
+// JSON-RPC to initialize, create a session, subscribe to where its turns
+// stream and start a turn there, and otherwise only scans incoming `action`
 // frames for the bench agent's write stamps, so that the measuring side
 // costs as little CPU as possible (no state reduction, no JSON decoding of
 // envelopes).
+//
+// It speaks one dialect (see protocols): 0.7.0, the host's own, where a
+// session's turns stream on its default chat (`chat/*` on an `ahp-chat:`
+// channel), or 0.3.0, served by the bridge's 0.3.0 codec as a projection,
+// where they stream on the session channel itself (`session/delta`, …).
 type probe struct {
-	ws *websocket.Conn
+	ws      *websocket.Conn
+	version string // the AHP version it offers, and requires the bridge to pick
 
 	wmu    sync.Mutex
 	nextID int
@@ -50,14 +58,18 @@ type rpcReply struct {
 }
 
 // dialProbe connects to url and starts the read loop; want is the number of
-// chunk stamps after which full is closed.
-func dialProbe(ctx context.Context, url string, want int) (*probe, error) {
+// chunk stamps after which full is closed, version the AHP version the
+// probe speaks (one of protocols).
+func dialProbe(ctx context.Context, url string, want int, version string) (*probe, error) {
+	if !slices.Contains(protocols, version) {
+		return nil, fmt.Errorf("a probe cannot speak AHP %q (it speaks %s)", version, strings.Join(protocols, ", "))
+	}
 	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 4 << 10, HandshakeTimeout: 10 * time.Second}
 	ws, _, err := d.DialContext(ctx, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting a probe to %s: %w", url, err)
 	}
-	p := &probe{ws: ws, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
+	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
 		counter: newCounter(want), done: make(chan struct{})}
 	go p.readLoop()
 	return p, nil
@@ -145,6 +157,11 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if !bytes.HasPrefix(frame, actionPrefix) {
 		return false
 	}
+	select {
+	case <-p.full: // counted to the last chunk: summarize reads it now
+	default:
+		p.actions++
+	}
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
 	}
@@ -154,6 +171,7 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 // counter collects the bench stamps one reader sees.
 type counter struct {
 	lat       *hist
+	actions   int       // action frames seen, with stamps or not, until full
 	chunks    int       // stamps seen
 	nextIndex int       // next chunk index expected
 	misorder  int       // stamps whose index was not the next expected
@@ -260,37 +278,52 @@ func (p *probe) stall() (resume func()) {
 	}
 }
 
-// protocolVersion is the AHP version the probes speak: the host's own, so
-// that what is measured is the bridge, not a codec.
-const protocolVersion = "0.7.0"
+// The AHP versions a probe speaks. 0.7.0 is the host's own: what is
+// measured is the bridge; 0.3.0 adds the 0.3.0 codec's translation of every
+// envelope on top (issue 12 compares the two).
+const (
+	v070 = "0.7.0"
+	v030 = "0.3.0"
+)
 
-// initialize performs the AHP handshake, subscribing to subs (for a
-// session, name its default chat too: the chat is where its turns stream).
+var protocols = []string{v070, v030}
+
+// initialize performs the AHP handshake, subscribing to subs (duplicates
+// are sent once: for a 0.3.0 probe a session and where its turns stream
+// are the same channel). For a 0.7.0 probe to get a session's turns, subs
+// must name the session's default chat too.
 func (p *probe) initialize(ctx context.Context, clientID string, subs ...string) error {
-	if subs == nil {
-		subs = []string{}
+	uniq := []string{}
+	for _, s := range subs {
+		if !slices.Contains(uniq, s) {
+			uniq = append(uniq, s)
+		}
 	}
-	res, err := p.call(ctx, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{protocolVersion},
-		"clientId": clientID, "initialSubscriptions": subs})
+	res, err := p.call(ctx, "initialize", map[string]any{"channel": "ahp-root://", "protocolVersions": []string{p.version},
+		"clientId": clientID, "initialSubscriptions": uniq})
 	if err != nil {
 		return err
 	}
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
-	if err := json.Unmarshal(res, &r); err != nil || r.ProtocolVersion != protocolVersion {
-		return fmt.Errorf("initialize: the bridge chose protocol version %q, not %s", r.ProtocolVersion, protocolVersion)
+	if err := json.Unmarshal(res, &r); err != nil || r.ProtocolVersion != p.version {
+		return fmt.Errorf("initialize: the bridge chose protocol version %q, not %s", r.ProtocolVersion, p.version)
 	}
 	return nil
 }
 
 // createSession creates channel on the flood provider, subscribes to it
-// and its default chat and waits until the session is ready. It returns
-// the default chat's URI.
+// (and, in 0.7.0, to its default chat) and waits until the session is
+// ready. It returns the channel the session's turns stream on and are
+// started on: the default chat in 0.7.0, the session itself in 0.3.0.
 func (p *probe) createSession(ctx context.Context, channel string) (string, error) {
 	ready := p.expect(`"session/ready"`)
-	if _, err := p.call(ctx, "createSession", map[string]any{"channel": channel, "provider": floodProvider,
-		"workingDirectories": []string{"file:///tmp"}}); err != nil {
+	params := map[string]any{"channel": channel, "provider": floodProvider, "workingDirectories": []string{"file:///tmp"}}
+	if p.version == v030 {
+		params = map[string]any{"channel": channel, "provider": floodProvider, "workingDirectory": "file:///tmp"}
+	}
+	if _, err := p.call(ctx, "createSession", params); err != nil {
 		return "", err
 	}
 	raw, err := p.call(ctx, "subscribe", map[string]any{"channel": channel})
@@ -312,18 +345,22 @@ func (p *probe) createSession(ctx context.Context, channel string) (string, erro
 	if st.Lifecycle == "creationFailed" {
 		return "", fmt.Errorf("creating session %s failed: %s", channel, raw)
 	}
-	if st.DefaultChat == "" {
-		return "", fmt.Errorf("session %s names no default chat: %s", channel, raw)
-	}
-	if _, err := p.call(ctx, "subscribe", map[string]any{"channel": st.DefaultChat}); err != nil {
-		return "", err
+	turns := channel // 0.3.0: the session channel carries its turns
+	if p.version != v030 {
+		if st.DefaultChat == "" {
+			return "", fmt.Errorf("session %s names no default chat: %s", channel, raw)
+		}
+		if _, err := p.call(ctx, "subscribe", map[string]any{"channel": st.DefaultChat}); err != nil {
+			return "", err
+		}
+		turns = st.DefaultChat
 	}
 	if st.Lifecycle == "ready" {
-		return st.DefaultChat, nil // ready before the snapshot was taken
+		return turns, nil // ready before the snapshot was taken
 	}
 	select {
 	case <-ready:
-		return st.DefaultChat, nil
+		return turns, nil
 	case <-p.done:
 		return "", fmt.Errorf("waiting for session %s to be ready: the connection ended: %w", channel, p.err)
 	case <-ctx.Done():
@@ -332,13 +369,17 @@ func (p *probe) createSession(ctx context.Context, channel string) (string, erro
 }
 
 // idleSession creates a ready session and lets it be: it unsubscribes
-// from the session and its chat, so that only the bridge holds it.
+// from the session (and its chat), so that only the bridge holds it.
 func (p *probe) idleSession(ctx context.Context, channel string) error {
-	chat, err := p.createSession(ctx, channel)
+	turns, err := p.createSession(ctx, channel)
 	if err != nil {
 		return err
 	}
-	for _, ch := range []string{chat, channel} {
+	chans := []string{channel}
+	if turns != channel {
+		chans = []string{turns, channel}
+	}
+	for _, ch := range chans {
 		if _, err := p.call(ctx, "unsubscribe", map[string]any{"channel": ch}); err != nil {
 			return err
 		}
@@ -346,13 +387,19 @@ func (p *probe) idleSession(ctx context.Context, channel string) error {
 	return nil
 }
 
-// startTurn sends a prompt to a chat as a chat/turnStarted action
-// (dispatchAction is a notification).
-func (p *probe) startTurn(chat, turnID, prompt string) error {
+// startTurn sends a prompt as a turnStarted action on the channel
+// createSession returned (dispatchAction is a notification): a
+// chat/turnStarted on the default chat in 0.7.0, a session/turnStarted on
+// the session in 0.3.0.
+func (p *probe) startTurn(turns, turnID, prompt string) error {
+	msg := map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}
+	action := map[string]any{"type": "chat/turnStarted", "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": msg}
+	if p.version == v030 {
+		action = map[string]any{"type": "session/turnStarted", "turnId": turnID, "message": msg}
+	}
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "dispatchAction", "params": map[string]any{
-		"channel": chat, "clientSeq": 1,
-		"action": map[string]any{"type": "chat/turnStarted", "turnId": turnID, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
-			"message": map[string]any{"text": prompt, "origin": map[string]any{"kind": "user"}}}}})
+		"channel": turns, "clientSeq": 1, "action": action}})
 	if err != nil {
 		return err
 	}

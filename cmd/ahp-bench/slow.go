@@ -34,13 +34,14 @@ type SlowRun struct {
 	SlowReceived int `json:"slowClientChunks,omitempty"`
 }
 
-// slowClient runs the endless stream with and without a stalled client.
-func slowClient(ctx context.Context, cfg Config, d time.Duration) (*SlowClient, error) {
-	with, err := slowRun(ctx, cfg, d, true)
+// slowClient runs the endless stream with and without a stalled client,
+// the clients speaking proto.
+func slowClient(ctx context.Context, cfg Config, proto string, d time.Duration) (*SlowClient, error) {
+	with, err := slowRun(ctx, cfg, proto, d, true)
 	if err != nil {
 		return nil, err
 	}
-	without, err := slowRun(ctx, cfg, d, false)
+	without, err := slowRun(ctx, cfg, proto, d, false)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func slowClient(ctx context.Context, cfg Config, d time.Duration) (*SlowClient, 
 
 // slowRun streams an effectively endless flood for d, with a stalled
 // client or not.
-func slowRun(ctx context.Context, cfg Config, d time.Duration, stalled bool) (*SlowRun, error) {
+func slowRun(ctx context.Context, cfg Config, proto string, d time.Duration, stalled bool) (*SlowRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	bp, err := startBridge(ctx, cfg.Bin)
@@ -58,7 +59,7 @@ func slowRun(ctx context.Context, cfg Config, d time.Duration, stalled bool) (*S
 	}
 	defer bp.stop()
 	const ch = "ahp-session:/00000000-0000-4000-8000-5104c11e0000"
-	fast, err := dialProbe(ctx, bp.URL, 0)
+	fast, err := dialProbe(ctx, bp.URL, 0, proto)
 	if err != nil {
 		return nil, err
 	}
@@ -66,25 +67,25 @@ func slowRun(ctx context.Context, cfg Config, d time.Duration, stalled bool) (*S
 	if err := fast.initialize(ctx, "bench-fast"); err != nil {
 		return nil, err
 	}
-	chat, err := fast.createSession(ctx, ch)
+	turns, err := fast.createSession(ctx, ch)
 	if err != nil {
 		return nil, err
 	}
 	resume := func() {}
 	var slow *probe
 	if stalled {
-		slow, err = dialProbe(ctx, bp.URL, 0)
+		slow, err = dialProbe(ctx, bp.URL, 0, proto)
 		if err != nil {
 			return nil, err
 		}
 		defer slow.close()
-		if err := slow.initialize(ctx, "bench-slow", ch, chat); err != nil {
+		if err := slow.initialize(ctx, "bench-slow", ch, turns); err != nil {
 			return nil, err
 		}
 		resume = slow.stall()
 	}
 	// Far more chunks than can be sent in d: the stream does not end.
-	if err := fast.startTurn(chat, "00000000-0000-4000-9000-5104c11e0000", benchPrompt(99999999, cfg.Size, 0, 0)); err != nil {
+	if err := fast.startTurn(turns, "00000000-0000-4000-9000-5104c11e0000", benchPrompt(99999999, cfg.Size, 0, 0)); err != nil {
 		resume()
 		return nil, err
 	}

@@ -21,20 +21,27 @@ import (
 )
 
 // BenchmarkBridgeFlood streams b.N 64-byte agent_message_chunks from the
-// scripted agent (a real subprocess) through an in-process bridge to one
-// AHP 0.7.0 WebSocket reader, so the bridge's hot path can be profiled with
-// -cpuprofile. The reader only looks for the last chunk's index.
+// scripted agent (a real subprocess) through an in-process bridge to AHP
+// WebSocket readers, so the bridge's hot path can be profiled with
+// -cpuprofile: one 0.7.0 reader, uncoalesced and coalesced (as `serve`
+// runs), and, coalesced, one or 100 readers speaking 0.7.0 or 0.3.0 (whose
+// turns arrive through the 0.3.0 codec as session/delta on the session
+// channel), and one 0.7.0 reader of a flood with a tool call after every
+// 50 chunks. The readers only look for the last chunk's index.
+//
+//	go test -run - -bench 'BridgeFlood/coalesced/clients=1/ahp=0.3.0' -benchtime 100000x -cpuprofile cpu.out ./internal/bridgetest
 func BenchmarkBridgeFlood(b *testing.B) {
-	for _, coalesce := range []bool{false, true} {
-		name := "uncoalesced"
-		if coalesce {
-			name = "coalesced"
+	b.Run("uncoalesced", func(b *testing.B) { benchFlood(b, false, "0.7.0", 1, 0) })
+	b.Run("coalesced", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 0) })
+	for _, clients := range []int{1, 100} {
+		for _, v := range []string{"0.7.0", "0.3.0"} {
+			b.Run(fmt.Sprintf("coalesced/clients=%d/ahp=%s", clients, v), func(b *testing.B) { benchFlood(b, true, v, clients, 0) })
 		}
-		b.Run(name, func(b *testing.B) { benchFlood(b, coalesce) })
 	}
+	b.Run("coalesced/tools=50", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 50) })
 }
 
-func benchFlood(b *testing.B, coalesce bool) {
+func benchFlood(b *testing.B, coalesce bool, version string, clients, toolEvery int) {
 	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(b)}, CoalesceText: coalesce}, zerolog.Nop())
 	env := Start(b, []backend.Provider{p}, Options{})
 	c := env.Client(b)
@@ -44,37 +51,61 @@ func benchFlood(b *testing.B, coalesce bool) {
 	ctx := Context(b, 5*time.Minute)
 	require.NoError(b, c.Unsubscribe(ctx, ch))
 
-	ws, _, err := websocket.DefaultDialer.DialContext(ctx, env.URL, nil)
-	require.NoError(b, err)
-	defer ws.Close()
-	send := func(v map[string]any) {
+	// Where the turns stream, and how a turn starts, in the readers' dialect.
+	subs, turns := []string{chat}, chat
+	turnStarted := map[string]any{"type": "chat/turnStarted", "startedAt": time.Now().UTC().Format(time.RFC3339Nano)}
+	if version == "0.3.0" {
+		subs, turns = []string{ch}, ch // the session means its default chat too
+		turnStarted = map[string]any{"type": "session/turnStarted"}
+	}
+	send := func(ws *websocket.Conn, v map[string]any) {
 		v["jsonrpc"] = "2.0"
 		msg, err := json.Marshal(v)
 		require.NoError(b, err)
 		require.NoError(b, ws.WriteMessage(websocket.TextMessage, msg))
 	}
-	send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"channel": "ahp-root://",
-		"protocolVersions": []string{"0.7.0"}, "clientId": "bench", "initialSubscriptions": []string{chat}}})
-	for {
-		_, msg, err := ws.ReadMessage()
+	readers := make([]*websocket.Conn, clients)
+	for i := range readers {
+		ws, _, err := websocket.DefaultDialer.DialContext(ctx, env.URL, nil)
 		require.NoError(b, err)
-		if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":1`)) {
-			break
+		defer ws.Close()
+		readers[i] = ws
+		send(ws, map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"channel": "ahp-root://",
+			"protocolVersions": []string{version}, "clientId": fmt.Sprint("bench-", i), "initialSubscriptions": subs}})
+		for {
+			_, msg, err := ws.ReadMessage()
+			require.NoError(b, err)
+			if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","id":1`)) {
+				require.Contains(b, string(msg), `"protocolVersion":"`+version+`"`)
+				break
+			}
 		}
 	}
 	last := []byte(fmt.Sprintf("#%08d", b.N-1))
+	errs := make(chan error, clients)
 	b.ResetTimer()
 	start := time.Now()
-	send(map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": chat, "clientSeq": 1,
-		"action": map[string]any{"type": "chat/turnStarted", "turnId": "00000000-0000-4000-8000-000000000001",
-			"startedAt": time.Now().UTC().Format(time.RFC3339Nano),
-			"message":   map[string]any{"text": fmt.Sprintf("bench %d 64", b.N), "origin": map[string]any{"kind": "user"}}}}})
-	for {
-		_, msg, err := ws.ReadMessage()
-		require.NoError(b, err)
-		if bytes.Contains(msg, last) {
-			break
-		}
+	for _, ws := range readers {
+		go func() {
+			for {
+				_, msg, err := ws.ReadMessage()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if bytes.Contains(msg, last) {
+					errs <- nil
+					return
+				}
+			}
+		}()
+	}
+	turnStarted["turnId"] = "00000000-0000-4000-8000-000000000001"
+	turnStarted["message"] = map[string]any{"text": fmt.Sprintf("bench %d 64 0 %d", b.N, toolEvery), "origin": map[string]any{"kind": "user"}}
+	send(readers[0], map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": turns, "clientSeq": 1,
+		"action": turnStarted}})
+	for range readers {
+		require.NoError(b, <-errs)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "chunks/s")
 }
