@@ -1,9 +1,12 @@
 package host
 
 import (
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -111,5 +114,68 @@ func TestOpsSamplesWriteLatency(t *testing.T) {
 	assert.Less(t, len(seen), n/2, "only a sample of them")
 	for _, v := range seen {
 		assert.GreaterOrEqual(t, v, 0.0)
+	}
+}
+
+// BenchmarkDispatchDeltaSampled is BenchmarkDispatchDelta's one subscriber
+// with the write-latency sample on (as `serve` runs it: package ops installs
+// a histogram's Observe), so that the two together show what measuring
+// costs the hot path (docs/performance.md).
+func BenchmarkDispatchDeltaSampled(b *testing.B) {
+	h, uri, conns := benchSession(b, 1, current)
+	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bench_seconds", Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10)})
+	var observed atomic.Int64
+	h.ObserveWriteLatency(func(s float64) {
+		observed.Add(1)
+		hist.Observe(s)
+	})
+	delta := wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
+	base := conns[0].frames.Load()
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent := int64(0)
+	for b.Loop() {
+		if _, err := h.Dispatch(uri, delta); err != nil {
+			b.Fatal(err)
+		}
+		sent++
+		if sent%512 == 0 {
+			waitWritten(b, conns, base+sent)
+		}
+	}
+	waitWritten(b, conns, base+sent)
+	b.StopTimer()
+	if sent >= 64 && observed.Load() == 0 {
+		b.Fatal("no latency was observed")
+	}
+}
+
+// BenchmarkOpsWriteHooks is what the ops counters add to each frame a
+// connection writes: the sample decision made when an envelope is
+// sequenced and the count (and, for a sampled envelope, the latency
+// observation) after the write — the whole per-frame cost of metrics on
+// the hot path, measured alone because it is too small to see in a flood.
+func BenchmarkOpsWriteHooks(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		probe bool
+	}{{"counters", false}, {"counters+latency", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := New(Options{})
+			defer h.Close()
+			if bc.probe {
+				hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bench_seconds", Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10)})
+				h.ObserveWriteLatency(hist.Observe)
+			}
+			frame := make([]byte, 160)
+			seq := int64(0)
+			for b.Loop() {
+				seq++
+				h.written(outFrame{b: frame, at: h.sampleAt(seq, nil)})
+			}
+			if got := h.OpsCounters().FramesWritten; got != seq {
+				b.Fatalf("%d frames counted, %d written", got, seq)
+			}
+		})
 	}
 }
