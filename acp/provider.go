@@ -113,6 +113,7 @@ type Provider struct {
 	closed   bool
 	sessions map[*session]struct{}
 	models   []backend.ModelInfo
+	ops      procCounters // guarded by mu; see ops.go
 }
 
 var _ backend.Provider = (*Provider)(nil)
@@ -166,8 +167,9 @@ func (p *Provider) setModels(opts []backend.ConfigOption) {
 	}
 }
 
-// ensure returns a running, initialized agent, starting one if needed.
-func (p *Provider) ensure(ctx context.Context) (*agentProc, error) {
+// ensureProc returns a running, initialized agent, starting one if
+// needed (ensure, in ops.go, records failed starts).
+func (p *Provider) ensureProc(ctx context.Context) (*agentProc, error) {
 	p.startMu.Lock()
 	defer p.startMu.Unlock()
 	p.mu.Lock()
@@ -213,6 +215,7 @@ func (p *Provider) ensure(ctx context.Context) (*agentProc, error) {
 		return nil, errors.New("provider is closed")
 	}
 	p.proc = a
+	p.ops.started(cur != nil)
 	p.mu.Unlock()
 	a.log.Info().Strs("command", p.cfg.Command).Msg("agent started")
 	return a, nil
@@ -221,6 +224,7 @@ func (p *Provider) ensure(ctx context.Context) (*agentProc, error) {
 // procExited is called once a's process has ended and its connection is
 // down: every session on it learns that it is disconnected.
 func (p *Provider) procExited(a *agentProc) {
+	p.noteExit(a)
 	for _, s := range a.allSessions() {
 		s.agentExited(a)
 	}

@@ -64,8 +64,10 @@ type Bridge struct {
 	opts      Options
 	log       zerolog.Logger
 	host      Host
-	providers map[string]backend.Provider
-	order     []string
+	providers map[string]backend.Provider // guarded by mu: SetProviders changes it
+	order     []string                    // guarded by mu
+	retired   []backend.Provider          // replaced, still serving sessions; guarded by mu
+	ops       opsCounters
 
 	// ctx is cancelled by Close; it bounds every goroutine the bridge starts.
 	ctx    context.Context
@@ -237,14 +239,11 @@ func (b *Bridge) CreateSession(ctx context.Context, uri, defaultChat string, par
 	if params.Provider != nil {
 		providerID = *params.Provider
 	}
-	if providerID == "" && len(b.order) > 0 {
-		providerID = b.order[0]
-	}
-	p, ok := b.providers[providerID]
-	if !ok {
+	p, providerID, order := b.provider(providerID)
+	if p == nil {
 		b.dispatch(uri, &wire.SessionCreationFailedAction{Error: wire.ErrorInfo{
 			ErrorType: "unknownProvider",
-			Message:   fmt.Sprintf("no agent provider %q is configured (have: %s)", providerID, strings.Join(b.order, ", ")),
+			Message:   fmt.Sprintf("no agent provider %q is configured (have: %s)", providerID, strings.Join(order, ", ")),
 		}})
 		return
 	}
@@ -331,6 +330,7 @@ func (b *Bridge) DisposeSession(ctx context.Context, uri string) {
 	for _, c := range chats {
 		c.dispose(ctx)
 	}
+	b.closeIdleRetired(ctx)
 }
 
 // DisposeChat implements host.Handler: the chat's backend session is
@@ -458,6 +458,7 @@ func (b *Bridge) Close(ctx context.Context) {
 			b.log.Warn().Err(err).Str("provider", id).Msg("closing provider")
 		}
 	}
+	b.closeRetired(ctx)
 	done := make(chan struct{})
 	go func() { b.wg.Wait(); close(done) }()
 	select {

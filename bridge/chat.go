@@ -246,9 +246,11 @@ func (c *chat) applyMetaLocked(ev backend.Event) {
 // answers to send once mu is released.
 func (c *chat) permissionLocked(req backend.PermissionRequest) []func() {
 	if !c.turnOpenLocked() {
+		c.b.ops.permission(PermissionCancelled)
 		return []func(){func() { req.Respond(backend.PermissionOutcome{Cancelled: true}) }}
 	}
 	if decide, approve := mapping.AutoApprove(c.b.opts.Approve, req.ToolCall.Kind); decide {
+		c.b.ops.permission(PermissionAuto)
 		c.dispatchActs(c.turn.AutoPermission(req, approve))
 		outcome := mapping.AutoOutcome(req.Options, approve)
 		return []func(){func() { req.Respond(outcome) }}
@@ -257,6 +259,7 @@ func (c *chat) permissionLocked(req backend.PermissionRequest) []func() {
 	id := c.turn.ToolCallID(req.ToolCall.ID)
 	var after []func()
 	if old, ok := c.perms[id]; ok {
+		c.b.ops.permission(PermissionCancelled)
 		after = append(after, func() { old.respond(backend.PermissionOutcome{Cancelled: true}) })
 	}
 	c.perms[id] = pendingPermission{turnID: c.turn.ID(), options: req.Options, respond: req.Respond}
@@ -305,10 +308,17 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 	c.turnDone = done
 	c.mu.Unlock()
 
+	c.b.ops.turnStarted(c.sess.providerID)
 	c.b.wg.Add(1)
 	go func() {
 		defer c.b.wg.Done()
 		defer close(done)
+		prompted := false
+		defer func() {
+			if !prompted { // cancelled or shut down before the agent got it
+				c.b.ops.turnEnded(c.sess.providerID, TurnCancelled)
+			}
+		}()
 		select {
 		case <-prev:
 		case <-c.b.ctx.Done():
@@ -346,6 +356,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		default:
 			res, err = be.Prompt(c.b.ctx, prompt)
 		}
+		prompted = true
 		c.endTurn(t, res, err)
 	}()
 }
@@ -393,6 +404,7 @@ func (c *chat) endTurn(t *mapping.Turn, res backend.TurnResult, err error) {
 	}
 	var after []func()
 	c.mu.Lock()
+	c.b.ops.turnEnded(c.sess.providerID, turnOutcome(res, err, c.gone))
 	if c.turn == t {
 		acts := t.End(res, err)
 		if !c.gone {
@@ -425,6 +437,7 @@ func (c *chat) settleLocked(turnID string) []func() {
 	var after []func()
 	for id, p := range c.perms {
 		if p.turnID == turnID {
+			c.b.ops.permission(PermissionCancelled)
 			respond := p.respond
 			after = append(after, func() { respond(backend.PermissionOutcome{Cancelled: true}) })
 			delete(c.perms, id)
@@ -509,6 +522,7 @@ func (c *chat) confirmTool(toolCallID string, action wire.StateAction) {
 	}
 	c.mu.Unlock()
 	if found {
+		c.b.ops.permission(confirmOutcome(conf.Approved))
 		p.respond(mapping.PermissionOutcome(p.options, conf.Action))
 	}
 }

@@ -23,6 +23,7 @@ type Conn = transport.Conn
 type outFrame struct {
 	b          []byte
 	closeAfter string // non-empty: close after writing, for this reason
+	at         int64  // non-zero: a latency sample's stamp (ops.go)
 }
 
 // conn is the host's side of one client connection.
@@ -79,7 +80,10 @@ func (c *conn) isInitialized() bool {
 // send queues a frame for writing. It never blocks: when the queue is full
 // the connection is closed (the client can reconnect and replay), so a slow
 // reader never slows the session or other connections.
-func (c *conn) send(frame []byte) {
+func (c *conn) send(frame []byte) { c.sendAt(frame, 0) }
+
+// sendAt is send for a frame stamped for latency measurement (ops.go).
+func (c *conn) sendAt(frame []byte, at int64) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if c.dead {
@@ -93,7 +97,7 @@ func (c *conn) send(frame []byte) {
 		c.held = append(c.held, frame)
 		return
 	}
-	c.pushLocked(outFrame{b: frame})
+	c.pushLocked(outFrame{b: frame, at: at})
 }
 
 // sendAndClose queues a final frame; the connection is closed, for reason,
@@ -282,6 +286,7 @@ func (c *conn) writeLoop() {
 					c.writeFailed(err)
 					return
 				}
+				c.h.written(f)
 			}
 			if f.closeAfter != "" {
 				c.terminate(f.closeAfter)

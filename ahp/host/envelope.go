@@ -138,12 +138,13 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 	}
 	h.ring.push(ringEntry{seq: seq, channel: ch.uri, env: env, action: action, origin: origin})
 	b := broadcast{h: h, frame: frame, env: codec.Envelope{Channel: ch.uri, Action: action, ServerSeq: seq, Origin: origin}}
+	at := h.sampleAt(seq, origin)
 	for c := range ch.subs {
-		h.queueFrames(c, b.framesFor(c))
+		h.queueFramesAt(c, b.framesFor(c), at)
 	}
 	if sender != nil {
 		if _, subscribed := ch.subs[sender]; !subscribed {
-			h.queueFrames(sender, b.framesFor(sender))
+			h.queueFramesAt(sender, b.framesFor(sender), at)
 		}
 	}
 	return seq
@@ -170,10 +171,14 @@ func (h *Host) sendPrivate(c *conn, channel string, actionJSON []byte) {
 }
 
 // queueFrames queues frames already in the connection's encoding.
-func (h *Host) queueFrames(c *conn, frames [][]byte) {
+func (h *Host) queueFrames(c *conn, frames [][]byte) { h.queueFramesAt(c, frames, 0) }
+
+// queueFramesAt is queueFrames for frames stamped for latency measurement
+// (at non-zero, see ops.go).
+func (h *Host) queueFramesAt(c *conn, frames [][]byte, at int64) {
 	for _, f := range frames {
 		h.stats.queued.Add(1)
-		c.send(f)
+		c.sendAt(f, at)
 	}
 }
 

@@ -197,12 +197,14 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 			Actions []json.RawMessage        `json:"actions"`
 			Missing []string                 `json:"missing"`
 		}{wire.ReconnectResultTypeReplay, actions, missing}
+		h.ops.replays.Add(1)
 		h.queue(c, h.resultFrame(r, res))
 		h.mu.Unlock()
 		h.releaseUnsubscribed(c.clientIDLocked(), p.Subscriptions)
 		return
 	}
 	h.mu.Unlock()
+	h.ops.snapshots.Add(1)
 	c.hold()
 	snaps := h.subscribeAll(c, p.Subscriptions)
 	res := struct {

@@ -153,6 +153,7 @@ type Host struct {
 	dir *directory
 
 	stats counters
+	ops   opsCounters // see ops.go
 }
 
 // New returns a Host with the given options.

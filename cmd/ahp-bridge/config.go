@@ -16,7 +16,11 @@ import (
 // over the file; a repeatable flag (--acp, --agentchan, --allow-origin)
 // replaces the file's whole list.
 type Config struct {
-	Listen        string            `json:"listen,omitempty"`
+	Listen string `json:"listen,omitempty"`
+	// OpsListen moves the ops endpoints (health, metrics, the status page)
+	// to a listener of their own; "" serves health and metrics on the AHP
+	// listener (none under --stdio).
+	OpsListen     string            `json:"opsListen,omitempty"`
 	Stdio         bool              `json:"stdio,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	TokenFile     string            `json:"tokenFile,omitempty"`
@@ -85,7 +89,7 @@ const (
 
 // flagOfKey names the flag of each config key.
 var flagOfKey = map[string]string{
-	"listen": "listen", "stdio": "stdio", "token": "token", "tokenFile": "token-file", "noToken": "no-token",
+	"listen": "listen", "opsListen": "ops-listen", "stdio": "stdio", "token": "token", "tokenFile": "token-file", "noToken": "no-token",
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
@@ -117,8 +121,8 @@ type repeated []string
 func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
-const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--token TOKEN | --token-file FILE | --no-token]
-                        [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]...
+const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--ops-listen HOST:PORT]
+                        [--token TOKEN | --token-file FILE | --no-token] [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]...
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
@@ -128,6 +132,12 @@ Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
 (--agentchan) it offers as providers. When it listens, it prints one line on
 stdout, READY ws://HOST:PORT/?tkn=TOKEN; logs go to stderr.
+
+Health probes (/healthz, /readyz) are served on the AHP listener without a
+token, and Prometheus metrics (/metrics) with it. --ops-listen moves them,
+with a status page at /, to a listener of their own without a token (the
+only way to have them under --stdio). SIGHUP reloads the --config file's
+providers; running sessions keep their agent until they end.
 
 Settings come from --config FILE (JSON; README.md lists the keys) and from the
 flags. A flag wins over the file; a repeatable flag replaces the file's whole
@@ -143,6 +153,7 @@ type serveFlags struct {
 	cfgFile                   string
 	acps, chans, origins      repeated
 	listen, token, tokenFile  string
+	opsListen                 string
 	approve, logLevel, logFmt string
 	wireLog                   string
 	stdio, noToken            bool
@@ -155,6 +166,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := newFlagSet("serve")
 	fs.StringVar(&f.cfgFile, "config", "", "read settings from this JSON `FILE`; flags win over it")
 	fs.StringVar(&f.listen, "listen", "", "WebSocket listen address `HOST:PORT` (default "+defaultListen+"; port 0 picks a free one)")
+	fs.StringVar(&f.opsListen, "ops-listen", "", "serve health, metrics and the status page on `HOST:PORT`, without a token")
 	fs.BoolVar(&f.stdio, "stdio", false, "speak AHP over stdin/stdout instead of listening")
 	fs.StringVar(&f.token, "token", "", "connection `TOKEN` clients must present (default: a random one per start)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "read the connection token from `FILE`")
@@ -213,6 +225,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 		}
 	}
 	override("listen", func() { cfg.Listen = f.listen })
+	override("ops-listen", func() { cfg.OpsListen = f.opsListen })
 	override("stdio", func() { cfg.Stdio = f.stdio })
 	override("token", func() { cfg.Token = f.token })
 	override("token-file", func() { cfg.TokenFile = f.tokenFile })
@@ -330,6 +343,11 @@ func (c *Config) validate() error {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		return usagef("%s %q: want HOST:PORT (%v)", c.name("listen"), c.Listen, err)
+	}
+	if c.OpsListen != "" {
+		if _, _, err := net.SplitHostPort(c.OpsListen); err != nil {
+			return usagef("%s %q: want HOST:PORT (%v)", c.name("opsListen"), c.OpsListen, err)
+		}
 	}
 	if c.NoToken && !c.Stdio && !isLoopbackHost(host) {
 		return usagef("%s %q with %s: refusing to accept unauthenticated connections on a non-loopback address",

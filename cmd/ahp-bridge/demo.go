@@ -116,7 +116,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	cfg.applyDefaults()
 	log, _ := newLogger(cfg, stderr)
-	srv, err := newServer(cfg, log)
+	srv, err := newServer(cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "ahp-bridge demo: %v\n", err)
 		return exitError

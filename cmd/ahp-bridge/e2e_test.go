@@ -31,12 +31,20 @@ import (
 func startServe(t *testing.T, extra ...string) (string, *exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	bin := bridgetest.Binary(t)
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--acp", "demo=" + bin + " demo-agent"}, extra...)
-	cmd := exec.Command(bin, args...)
+	url, cmd, stderr := startBinary(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--acp", "demo=" + bin + " demo-agent"}, extra...)...)
+	return url, cmd, stderr.w.(*bytes.Buffer)
+}
+
+// startBinary runs the binary with args until it prints its READY line,
+// and returns the READY URL, the process and its stderr (read it with
+// readLocked).
+func startBinary(t *testing.T, args ...string) (string, *exec.Cmd, *lockedWriter) {
+	t.Helper()
+	cmd := exec.Command(bridgetest.Binary(t), args...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	stderr := &lockedWriter{w: &bytes.Buffer{}}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -55,9 +63,9 @@ func startServe(t *testing.T, extra ...string) (string, *exec.Cmd, *bytes.Buffer
 	select {
 	case line := <-lines:
 		require.True(t, strings.HasPrefix(line, "READY ws://127.0.0.1:"), "first stdout line: %q", line)
-		return strings.TrimPrefix(line, "READY "), cmd, &stderr
+		return strings.TrimPrefix(line, "READY "), cmd, stderr
 	case <-time.After(30 * time.Second):
-		t.Fatalf("no READY line; stderr:\n%s", stderr.String())
+		t.Fatalf("no READY line; stderr:\n%s", readLocked(stderr))
 	}
 	return "", nil, nil
 }

@@ -31,8 +31,10 @@ func parseLogLevel(s string) (zerolog.Level, error) {
 }
 
 // newLogger builds the process logger; logs always go to stderr so that
-// stdout stays free for the READY line or the stdio protocol.
-func newLogger(cfg Config, stderr io.Writer) (zerolog.Logger, error) {
+// stdout stays free for the READY line or the stdio protocol. Each event
+// is also written, as JSON, to every one of also (the status page's log of
+// recent errors).
+func newLogger(cfg Config, stderr io.Writer, also ...io.Writer) (zerolog.Logger, error) {
 	level, err := parseLogLevel(cfg.LogLevel)
 	if err != nil {
 		return zerolog.Nop(), err
@@ -40,6 +42,9 @@ func newLogger(cfg Config, stderr io.Writer) (zerolog.Logger, error) {
 	var w io.Writer = stderr
 	if cfg.LogFormat == "console" {
 		w = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.TimeOnly, NoColor: !isTerminal(stderr)}
+	}
+	if len(also) > 0 {
+		w = zerolog.MultiLevelWriter(append([]io.Writer{w}, also...)...)
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
@@ -25,6 +27,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
+	"github.com/ahp-bridge/ahp-bridge/ops"
 )
 
 // shutdownGrace is how long agents get to exit after their stdin closes.
@@ -40,12 +43,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "ahp-bridge serve: %v\n", err)
 		return exitError
 	}
-	log, err := newLogger(cfg, stderr)
+	// The status page shows the last warnings and errors logged.
+	errs := ops.NewErrorLog(maxStatusErrors)
+	log, err := newLogger(cfg, stderr, errs)
 	if err != nil {
 		fmt.Fprintf(stderr, "ahp-bridge serve: %v\n", err)
 		return exitUsage
 	}
-	srv, err := newServer(cfg, log)
+	srv, err := newServer(cfg, log, errs)
 	if err != nil {
 		fmt.Fprintf(stderr, "ahp-bridge serve: %v\n", err)
 		var ue *usageError
@@ -55,6 +60,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitError
 	}
 	defer srv.close()
+	stopReloads := srv.reloadOnHangup(args)
+	defer stopReloads()
 
 	if cfg.Stdio {
 		err = srv.serveStdio(ctx, stdin, stdout)
@@ -68,8 +75,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitOK
 }
 
+// maxStatusErrors is how many of the last warnings and errors the status
+// page shows.
+const maxStatusErrors = 20
+
 // server is one running bridge: host, bridge and providers, plus the
-// listener or pipes it serves.
+// listener or pipes it serves and its ops endpoints.
 type server struct {
 	cfg      Config
 	log      zerolog.Logger
@@ -79,18 +90,39 @@ type server struct {
 	token    string
 	ready    chan string // receives the READY URL once listening (tests, demo)
 	listener net.Listener
+
+	// providers are the running providers by id, with the settings they
+	// were built from, so that a reload keeps the unchanged ones. Only
+	// newServer and the reload goroutine touch it, one after the other.
+	providers map[string]builtProvider
+	order     []string // the providers' ids in the order offered
+	// The ops endpoints: health (listening says whether the AHP side
+	// serves), metrics in a registry of this server's own, the status page.
+	// (the store's writes are fed to metrics when the store is wired in).
+	ops       *ops.Endpoints
+	listening *ops.Flag
+	registry  *prometheus.Registry
+	metrics   *ops.Metrics
 }
 
-func newServer(cfg Config, log zerolog.Logger) (*server, error) {
+// newServer builds a bridge for cfg. errs, when not nil, is the log of
+// recent errors the status page shows.
+func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, error) {
 	token, err := resolveToken(cfg)
 	if err != nil {
 		return nil, err
 	}
-	providers, err := buildProviders(cfg, log)
+	built, err := buildProviders(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, token: token, ready: make(chan string, 1)}
+	s := &server{cfg: cfg, log: log, token: token, ready: make(chan string, 1), providers: map[string]builtProvider{}}
+	providers := make([]backend.Provider, 0, len(built))
+	for _, bp := range built {
+		s.providers[bp.id] = bp
+		s.order = append(s.order, bp.id)
+		providers = append(providers, bp.provider)
+	}
 	opts := host.Options{
 		ReplayBuffer: cfg.ReplayBuffer,
 		Logger:       log.With().Str("component", "host").Logger(),
@@ -127,41 +159,94 @@ func newServer(cfg Config, log zerolog.Logger) (*server, error) {
 	if err := s.bridge.Start(context.Background()); err != nil {
 		return nil, err
 	}
+	if err := s.setUpOps(errs); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-func buildProviders(cfg Config, log zerolog.Logger) ([]backend.Provider, error) {
-	var out []backend.Provider
+// setUpOps makes the ops endpoints: readiness (the AHP side listens, every
+// provider started or not needed yet; the store's check joins them when
+// the store is wired in), metrics in a registry of this server's own, and
+// the status page.
+func (s *server) setUpOps(errs *ops.ErrorLog) error {
+	version, rev := buildVersion()
+	s.registry = prometheus.NewRegistry()
+	if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
+		return fmt.Errorf("registering the Go runtime metrics: %w", err)
+	}
+	if err := s.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return fmt.Errorf("registering the process metrics: %w", err)
+	}
+	m, err := ops.NewMetrics(s.registry, s.host, s.bridge, version)
+	if err != nil {
+		return err
+	}
+	s.metrics = m
+	s.listening = ops.NewFlag("the AHP listener is not up yet")
+	s.ops = &ops.Endpoints{
+		Health:  ops.NewHealth(s.listening.Check("listener"), ops.ProvidersCheck(s.bridge)),
+		Metrics: ops.MetricsHandler(s.registry),
+		Status:  ops.NewStatus(s.host, s.bridge, errs, version+" (commit "+rev+")"),
+	}
+	return nil
+}
+
+// builtProvider is a running provider and the settings it was built from.
+type builtProvider struct {
+	id       string
+	spec     any // AgentConfig or AgentChanConfig, without where it came from
+	provider backend.Provider
+}
+
+func buildProviders(cfg Config, log zerolog.Logger) ([]builtProvider, error) {
+	var out []builtProvider
 	for _, a := range cfg.Agents {
-		words, err := splitCommand(a.Command)
+		p, err := buildAgent(a, log)
 		if err != nil {
-			return nil, usagef("agent %s: the command %v", a.ID, err)
+			return nil, err
 		}
-		words = append(words, a.Args...)
-		env := make([]string, 0, len(a.Env))
-		for k, v := range a.Env {
-			env = append(env, k+"="+v)
-		}
-		out = append(out, acp.NewProvider(acp.Config{
-			ID:          a.ID,
-			DisplayName: a.DisplayName,
-			Command:     words,
-			Env:         env,
-			Dir:         a.Cwd,
-			// Merge text chunks that queue up while the bridge is busy:
-			// same client state, far fewer envelopes (docs/performance.md).
-			CoalesceText: true,
-		}, log.With().Str("provider", a.ID).Logger()))
+		out = append(out, p)
 	}
 	for _, c := range cfg.AgentChannels {
-		out = append(out, agentchan.NewProvider(agentchan.Config{
-			ID:          c.ID,
-			DisplayName: c.DisplayName,
-			URL:         c.URL,
-			Token:       c.Token,
-		}, log.With().Str("provider", c.ID).Logger()))
+		out = append(out, buildAgentChan(c, log))
 	}
 	return out, nil
+}
+
+// buildAgent makes an ACP provider (its agent starts on first use).
+func buildAgent(a AgentConfig, log zerolog.Logger) (builtProvider, error) {
+	words, err := splitCommand(a.Command)
+	if err != nil {
+		return builtProvider{}, usagef("agent %s: the command %v", a.ID, err)
+	}
+	words = append(words, a.Args...)
+	env := make([]string, 0, len(a.Env))
+	for k, v := range a.Env {
+		env = append(env, k+"="+v)
+	}
+	a.flag = ""
+	return builtProvider{id: a.ID, spec: a, provider: acp.NewProvider(acp.Config{
+		ID:          a.ID,
+		DisplayName: a.DisplayName,
+		Command:     words,
+		Env:         env,
+		Dir:         a.Cwd,
+		// Merge text chunks that queue up while the bridge is busy:
+		// same client state, far fewer envelopes (docs/performance.md).
+		CoalesceText: true,
+	}, log.With().Str("provider", a.ID).Logger())}, nil
+}
+
+// buildAgentChan makes an agent-channel provider (it dials per session).
+func buildAgentChan(c AgentChanConfig, log zerolog.Logger) builtProvider {
+	c.flag = ""
+	return builtProvider{id: c.ID, spec: c, provider: agentchan.NewProvider(agentchan.Config{
+		ID:          c.ID,
+		DisplayName: c.DisplayName,
+		URL:         c.URL,
+		Token:       c.Token,
+	}, log.With().Str("provider", c.ID).Logger())}
 }
 
 // resolveToken returns the connection token: given, read from a file, none,
@@ -192,8 +277,13 @@ func resolveToken(cfg Config) (string, error) {
 }
 
 func (s *server) serveWS(ctx context.Context, stdout io.Writer) error {
+	opsLn, err := s.startOps()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
+		opsLn.stop()
 		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
 	}
 	s.listener = ln
@@ -203,9 +293,15 @@ func (s *server) serveWS(ctx context.Context, stdout io.Writer) error {
 		MaxMessageSize: s.cfg.MaxFrameBytes,
 		Logger:         s.log.With().Str("component", "ws").Logger(),
 	})
-	httpSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = handler
+	if opsLn == nil {
+		// Probes without a token, metrics with it, beside the WebSocket.
+		h = s.ops.WithAHP(handler, handler.Authorized)
+	}
+	httpSrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	s.listening.Set(nil)
 
 	url := "ws://" + ln.Addr().String() + "/"
 	printed := url
@@ -216,24 +312,36 @@ func (s *server) serveWS(ctx context.Context, stdout io.Writer) error {
 	s.log.Info().Str("url", url).Bool("token", s.token != "").Msg("listening")
 	s.ready <- printed
 
+	var failed error
 	select {
 	case <-ctx.Done():
 		s.log.Info().Msg("shutting down")
 	case err := <-errc:
-		return fmt.Errorf("websocket server stopped: %w", err)
+		failed = fmt.Errorf("websocket server stopped: %w", err)
+	case err := <-opsLn.failed():
+		failed = fmt.Errorf("ops endpoints server stopped: %w", err)
 	}
+	s.listening.Set(errors.New("shutting down"))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*shutdownGrace)
 	defer cancel()
 	s.bridge.Close(shutdownCtx)
 	s.host.Close()
 	handler.Close()
 	_ = httpSrv.Shutdown(shutdownCtx)
-	return nil
+	opsLn.stop()
+	return failed
 }
 
 func (s *server) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	opsLn, err := s.startOps()
+	if err != nil {
+		return err
+	}
+	defer opsLn.stop()
 	conn := stdio.New(stdin, stdout, stdio.Options{MaxMessageSize: int(s.cfg.MaxFrameBytes)})
-	err := s.host.ServeConn(ctx, conn)
+	s.listening.Set(nil)
+	err = s.host.ServeConn(ctx, conn)
+	s.listening.Set(errors.New("shutting down"))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*shutdownGrace)
 	defer cancel()
 	s.bridge.Close(shutdownCtx)
@@ -242,6 +350,65 @@ func (s *server) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writ
 		return err
 	}
 	return nil
+}
+
+// startOps starts the ops listener when --ops-listen asks for one; it
+// returns nil otherwise (whose methods do nothing).
+func (s *server) startOps() (*opsListener, error) {
+	if s.cfg.OpsListen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.OpsListen)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the ops endpoints on %s: %w", s.cfg.OpsListen, err)
+	}
+	o := &opsListener{
+		srv:  &http.Server{Handler: s.ops.Handler(), ReadHeaderTimeout: 10 * time.Second},
+		errc: make(chan error, 1),
+		done: make(chan struct{}),
+		log:  s.log,
+	}
+	go func() {
+		defer close(o.done)
+		if err := o.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			o.log.Error().Err(err).Msg("the ops endpoints server stopped")
+			o.errc <- err
+		}
+	}()
+	s.log.Info().Str("url", "http://"+ln.Addr().String()+"/").
+		Msg("ops endpoints listening: /healthz, /readyz, /metrics and the status page at /")
+	return o, nil
+}
+
+// opsListener is the running ops endpoints server; its goroutine is
+// owned by the serve call that started it and ends in stop.
+type opsListener struct {
+	srv  *http.Server
+	errc chan error    // receives Serve's error if it stops by itself
+	done chan struct{} // closed when Serve has returned
+	log  zerolog.Logger
+}
+
+// failed receives the server's error should it stop serving; never for a
+// nil listener.
+func (o *opsListener) failed() <-chan error {
+	if o == nil {
+		return nil
+	}
+	return o.errc
+}
+
+// stop shuts the server down and waits for its goroutine.
+func (o *opsListener) stop() {
+	if o == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := o.srv.Shutdown(ctx); err != nil {
+		o.log.Warn().Err(err).Msg("stopping the ops endpoints")
+	}
+	<-o.done
 }
 
 func (s *server) close() {

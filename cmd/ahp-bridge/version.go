@@ -14,6 +14,14 @@ var commit string
 // versionString reports the module version and the VCS commit the binary was
 // built from, as recorded by the Go toolchain.
 func versionString() string {
+	version, rev := buildVersion()
+	return fmt.Sprintf("ahp-bridge %s (commit %s)", version, rev)
+}
+
+// buildVersion returns the module version and the commit (with -dirty for
+// a modified tree) that debug.ReadBuildInfo reports, or main.commit when
+// set at link time.
+func buildVersion() (version, rev string) {
 	version, rev, dirty := "(devel)", "unknown", false
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" {
@@ -34,7 +42,7 @@ func versionString() string {
 	if commit != "" {
 		rev = commit
 	}
-	return fmt.Sprintf("ahp-bridge %s (commit %s)", version, rev)
+	return version, rev
 }
 
 const versionUsage = `usage: ahp-bridge version

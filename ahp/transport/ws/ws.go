@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -162,6 +163,11 @@ func (h *Handler) Close() {
 	h.wg.Wait()
 }
 
+// Authorized reports whether r presents the connection token (or no token
+// is required), so that other endpoints served beside the WebSocket one
+// (metrics) can ask for the same credential.
+func (h *Handler) Authorized(r *http.Request) bool { return h.tokenOK(r) }
+
 func (h *Handler) tokenOK(r *http.Request) bool {
 	if h.opts.Token == "" {
 		return true
@@ -309,6 +315,9 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	}
 	return c.ws.WriteMessage(websocket.TextMessage, msg)
 }
+
+// RemoteAddr is the peer's network address (shown to operators).
+func (c *Conn) RemoteAddr() net.Addr { return c.ws.RemoteAddr() }
 
 // Close sends a best-effort close frame and closes the socket. It is safe
 // to call more than once and from any goroutine.

@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
 package main
 
 import (
@@ -14,6 +16,6 @@ func isTerminal(f any) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(file.Fd()), ioctlGetTermios)
 	return err == nil
 }
