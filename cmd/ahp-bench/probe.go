@@ -16,7 +16,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 )
 
-// probe is a minimal AHP 0.7.0 client for measuring: it speaks just enough
+// probe is a minimal AHP 1.0.0 client for measuring: it speaks just enough
 // JSON-RPC to initialize, create a session, subscribe to it and its default
 // chat and start a turn there, and otherwise only scans incoming `action`
 // frames for the bench agent's write stamps, so that the measuring side
@@ -262,7 +262,7 @@ func (p *probe) stall() (resume func()) {
 
 // protocolVersion is the AHP version the probes speak: the host's own, so
 // that what is measured is the bridge, not a codec.
-const protocolVersion = "0.7.0"
+const protocolVersion = "1.0.0"
 
 // initialize performs the AHP handshake, subscribing to subs (for a
 // session, name its default chat too: the chat is where its turns stream).
@@ -309,7 +309,7 @@ func (p *probe) createSession(ctx context.Context, channel string) (string, erro
 		return "", fmt.Errorf("reading the snapshot of %s: %w", channel, err)
 	}
 	st := snap.Snapshot.State
-	if st.Lifecycle == "creationFailed" {
+	if st.Lifecycle == "failed" {
 		return "", fmt.Errorf("creating session %s failed: %s", channel, raw)
 	}
 	if st.DefaultChat == "" {

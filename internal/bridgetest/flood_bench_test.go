@@ -22,7 +22,7 @@ import (
 
 // BenchmarkBridgeFlood streams b.N 64-byte agent_message_chunks from the
 // scripted agent (a real subprocess) through an in-process bridge to one
-// AHP 0.7.0 WebSocket reader, so the bridge's hot path can be profiled with
+// AHP 1.0.0 WebSocket reader, so the bridge's hot path can be profiled with
 // -cpuprofile. The reader only looks for the last chunk's index.
 func BenchmarkBridgeFlood(b *testing.B) {
 	for _, coalesce := range []bool{false, true} {
@@ -54,7 +54,7 @@ func benchFlood(b *testing.B, coalesce bool) {
 		require.NoError(b, ws.WriteMessage(websocket.TextMessage, msg))
 	}
 	send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"channel": "ahp-root://",
-		"protocolVersions": []string{"0.7.0"}, "clientId": "bench", "initialSubscriptions": []string{chat}}})
+		"protocolVersions": []string{"1.0.0"}, "clientId": "bench", "initialSubscriptions": []string{chat}}})
 	for {
 		_, msg, err := ws.ReadMessage()
 		require.NoError(b, err)
@@ -148,7 +148,8 @@ func TestCoalescedFloodSameState(t *testing.T) {
 	t.Logf("envelopes: %d uncoalesced, %d coalesced", plainEnvelopes, mergedEnvelopes)
 }
 
-// rawReader is a WebSocket AHP 0.7.0 client that only counts the action
+// rawReader is a WebSocket AHP 1.0.0 client (the host's own dialect, so
+// that no codec re-encodes what it reads) that only counts the action
 // frames of one channel and watches for a marker.
 type rawReader struct {
 	ws      *websocket.Conn
@@ -162,7 +163,7 @@ func dialRaw(t *testing.T, url, channel, marker string) *rawReader {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"channel": "ahp-root://", "protocolVersions": []string{"0.7.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
+		"channel": "ahp-root://", "protocolVersions": []string{"1.0.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteMessage(websocket.TextMessage, msg))
 	for {
