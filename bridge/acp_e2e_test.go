@@ -17,7 +17,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
@@ -168,13 +168,13 @@ func TestACPCrashMidTurn(t *testing.T) {
 
 	turn := r.turn(ch, "crash")
 	assert.Equal(t, wire.TurnStateError, turn.State)
-	require.NotNil(t, turn.Error)
-	assert.Contains(t, turn.Error.Message, "exit status 3")
-	assert.Contains(t, turn.Error.Message, "scriptagent: crashing on purpose", "the error carries the agent's stderr")
+	require.NotNil(t, client.TurnError(&turn))
+	assert.Contains(t, client.TurnError(&turn).Message, "exit status 3")
+	assert.Contains(t, client.TurnError(&turn).Message, "scriptagent: crashing on purpose", "the error carries the agent's stderr")
 	assert.Contains(t, acpTurnText(turn.ResponseParts), "about to crash")
 
 	next := r.turn(ch, "echo still here")
-	assert.Equal(t, wire.TurnStateComplete, next.State, "error: %+v", next.Error)
+	assert.Equal(t, wire.TurnStateComplete, next.State, "error: %+v", client.TurnError(&next))
 	assert.Equal(t, "text:echo still here", acpTurnText(next.ResponseParts))
 }
 
@@ -287,7 +287,7 @@ func TestACPV2ContentChunksAppend(t *testing.T) {
 	ch := r.session("chunks", t.TempDir())
 
 	turn := r.turn(ch, "go")
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	assert.Equal(t, "chunks sent", acpTurnText(turn.ResponseParts))
 	done, ok := acpToolCall(t, turn.ResponseParts, "chunky-1").(*wire.ToolCallCompletedState)
 	require.True(t, ok)
@@ -308,7 +308,7 @@ func TestACPFlood(t *testing.T) {
 
 	const n, size = 10000, 16
 	turn := r.turn(ch, fmt.Sprintf("flood %d %d", n, size))
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	var want strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&want, "%08d%s", i, strings.Repeat("x", size-8))
@@ -326,7 +326,7 @@ func TestACPOverlongLine(t *testing.T) {
 	// The 2 MiB line is over the provider's limit: it is dropped, the
 	// connection survives and the rest of the turn arrives.
 	turn := r.turn(ch, "longline 2097152")
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	assert.Equal(t, "after", acpTurnText(turn.ResponseParts))
 
 	// A line longer than acp-go-sdk's own 10 MiB limit but within the
@@ -336,7 +336,7 @@ func TestACPOverlongLine(t *testing.T) {
 	ch2 := r2.session("script", acpProjectDir(t))
 	const long = 11 << 20
 	turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	text := acpTurnText(turn.ResponseParts)
 	require.Len(t, text, long+len("after"))
 	assert.True(t, strings.HasSuffix(text, "aaaaafter"))
@@ -475,11 +475,26 @@ func TestACPTerminalMirrored(t *testing.T) {
 	require.NotNil(t, found.Result, "the terminal's exit code is in the tool content")
 	assert.Equal(t, int64(7), acpDeref(found.Result.ExitCode))
 
-	// The terminal is claimed by the session, for the turn that ran it.
+	// The terminal is claimed by the session, for the chat and the turn
+	// that ran it.
 	claim, ok := snapState.Claim.Value.(*wire.TerminalSessionClaim)
 	require.True(t, ok, "the claim is %T", snapState.Claim.Value)
 	assert.Equal(t, ch, claim.Session)
+	chat, err := r.c.DefaultChat(ch)
+	require.NoError(t, err)
+	assert.Equal(t, chat, claim.Chat, "the claim names the chat whose turn runs the command")
 	assert.Equal(t, turnID, acpDeref(claim.TurnID))
+
+	// The snapshot was taken while the command waited for the gate; the
+	// root catalogue then says how it exited.
+	assert.Equal(t, string(wire.TerminalLifecycleStatusRunning), snapState.Lifecycle.Status())
+	root, err = r.c.WaitForRoot(r.ctx(), func(s *wire.RootState) bool {
+		return len(s.Terminals) == 1 && s.Terminals[0].Lifecycle.Status() == string(wire.TerminalLifecycleStatusExited)
+	})
+	require.NoError(t, err, "the terminal's exit reaches the root catalogue")
+	exited, ok := root.Terminals[0].Lifecycle.Value.(*wire.TerminalExitedLifecycleState)
+	require.True(t, ok, "the lifecycle is %T", root.Terminals[0].Lifecycle.Value)
+	assert.Equal(t, int64(7), acpDeref(exited.ExitCode))
 }
 
 // acpTerminalText is the output held in a terminal state's content.
@@ -674,9 +689,14 @@ func TestACPPromptErrorAndGarbage(t *testing.T) {
 
 	turn := r.turn(ch, "error")
 	assert.Equal(t, wire.TurnStateError, turn.State)
-	require.NotNil(t, turn.Error)
-	assert.Equal(t, "runtime", turn.Error.ErrorType)
-	assert.Contains(t, turn.Error.Message, "scripted failure", "the agent's error message reaches the user")
+	require.NotNil(t, client.TurnError(&turn))
+	assert.Equal(t, "runtime", client.TurnError(&turn).ErrorType)
+	assert.Contains(t, client.TurnError(&turn).Message, "scripted failure", "the agent's error message reaches the user")
+	// The error is the turn's last part, and the bridge, which cannot
+	// re-drive an ACP prompt, never offers to resume it.
+	last, ok := turn.ResponseParts[len(turn.ResponseParts)-1].Value.(*wire.ErrorResponsePart)
+	require.True(t, ok, "the turn ends with its error part")
+	assert.Nil(t, last.Resumable)
 
 	turn = r.turn(ch, "garbage")
 	assert.Equal(t, wire.TurnStateComplete, turn.State, "non-JSON lines from the agent are skipped")
@@ -798,7 +818,7 @@ func TestACPSecondChatRunsItsOwnAgentSession(t *testing.T) {
 	_, err = r.c.Subscribe(r.ctx(), second)
 	require.NoError(t, err)
 	turn := r.turn(second, "read README.md")
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	assert.Equal(t, "content:"+acpReadmeText, acpTurnText(turn.ResponseParts), "the second chat's agent session works in the session's directory")
 
 	defaultChat, err := r.c.Chat(ch)
@@ -885,7 +905,7 @@ func TestACPAgentRequiresAuthentication(t *testing.T) {
 	require.NoError(t, err)
 	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 	require.NoError(t, err)
-	assert.Equal(t, wire.SessionLifecycleCreationFailed, st.Lifecycle)
+	assert.Equal(t, wire.SessionLifecycleFailed, st.Lifecycle)
 	require.NotNil(t, st.CreationError)
 	assert.Contains(t, st.CreationError.Message, "Authentication required", "the agent's words reach the user")
 	assert.Contains(t, st.CreationError.Message, "Script token", "the user learns how to authenticate")
@@ -943,7 +963,7 @@ func TestACPCreationFailures(t *testing.T) {
 			require.NoError(t, err)
 			st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 			require.NoError(t, err)
-			assert.Equal(t, wire.SessionLifecycleCreationFailed, st.Lifecycle)
+			assert.Equal(t, wire.SessionLifecycleFailed, st.Lifecycle)
 			require.NotNil(t, st.CreationError)
 			assert.Equal(t, tt.errorType, st.CreationError.ErrorType)
 			assert.Contains(t, st.CreationError.Message, tt.message)

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
@@ -43,7 +44,7 @@ func TestACPGoSDKExampleAgent(t *testing.T) {
 	require.NoError(t, r.confirm(r.c, ch, acpApprove(turnID, pc.ToolCallID, "")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	text := acpTurnText(turn.ResponseParts)
 	assert.True(t, strings.HasPrefix(text, "ACP Go Example Agent"), text)
 	assert.Contains(t, text, "successfully updated the configuration")
@@ -67,7 +68,7 @@ func TestACPTypeScriptSDKExampleAgent(t *testing.T) {
 	require.NoError(t, r.confirm(r.c, ch, acpApprove(turnID, pc.ToolCallID, "allow")))
 	turn := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
 
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	assert.Contains(t, acpTurnText(turn.ResponseParts), "successfully updated the configuration")
 	for _, id := range []string{"call_1", "call_2"} {
 		done, ok := acpToolCall(t, turn.ResponseParts, id).(*wire.ToolCallCompletedState)

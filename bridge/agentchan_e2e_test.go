@@ -15,7 +15,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/agentchan"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	fake "github.com/ahp-bridge/ahp-bridge/internal/fakeagentchan"
@@ -247,7 +247,7 @@ func TestAgentchanFullTask(t *testing.T) {
 	assert.Equal(t, "What is in the README?", prompts[0].String("prompt"))
 
 	assert.Equal(t, wire.TurnStateComplete, turn.State)
-	assert.Nil(t, turn.Error)
+	assert.Nil(t, client.TurnError(&turn))
 	assert.Equal(t, []string{"reasoning", "markdown", "tool:tc-1", "markdown"}, acPartKinds(turn.ResponseParts))
 	r, ok := turn.ResponseParts[0].Value.(*wire.ReasoningResponsePart)
 	require.True(t, ok)
@@ -422,9 +422,9 @@ func TestAgentchanError(t *testing.T) {
 	turnID := bridgetest.StartTurn(t, e.c, e.channel, "build it")
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
 	assert.Equal(t, wire.TurnStateError, turn.State)
-	require.NotNil(t, turn.Error)
-	assert.Equal(t, "runtime", turn.Error.ErrorType)
-	assert.Contains(t, turn.Error.Message, "quota exceeded")
+	require.NotNil(t, client.TurnError(&turn))
+	assert.Equal(t, "runtime", client.TurnError(&turn).ErrorType)
+	assert.Contains(t, client.TurnError(&turn).Message, "quota exceeded")
 	assert.Equal(t, "Working on it.", acMarkdown(turn.ResponseParts))
 	tc := acCompletedTool(t, turn.ResponseParts, "tc-1")
 	assert.False(t, tc.Success, "a tool call running when the task failed has failed")
@@ -492,9 +492,9 @@ func TestAgentchanReconnect(t *testing.T) {
 	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "drop")
 	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
 	assert.Equal(t, wire.TurnStateError, ended.State)
-	require.NotNil(t, ended.Error)
-	assert.Equal(t, "runtime", ended.Error.ErrorType)
-	assert.Contains(t, ended.Error.Message, "connection to the agent-channel backend was lost")
+	require.NotNil(t, client.TurnError(&ended))
+	assert.Equal(t, "runtime", client.TurnError(&ended).ErrorType)
+	assert.Contains(t, client.TurnError(&ended).Message, "connection to the agent-channel backend was lost")
 	assert.Equal(t, "Before the drop.", acMarkdown(ended.ResponseParts))
 
 	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "again")
@@ -780,7 +780,7 @@ func acTurnWithModel(t *testing.T, e *acEnv, text, model string) wire.Turn {
 	_, err := e.c.StartTurn(acCtx(t), e.channel, turnID, msg)
 	require.NoError(t, err)
 	turn := bridgetest.WaitTurnEnd(t, e.c, e.channel, turnID, acWait)
-	require.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", turn.Error)
+	require.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	return turn
 }
 
@@ -890,8 +890,8 @@ func TestAgentchanOversizeMessage(t *testing.T) {
 	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "big")
 	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
 	assert.Equal(t, wire.TurnStateError, ended.State)
-	require.NotNil(t, ended.Error)
-	assert.Contains(t, ended.Error.Message, "larger than 4096 bytes")
+	require.NotNil(t, client.TurnError(&ended))
+	assert.Contains(t, client.TurnError(&ended).Message, "larger than 4096 bytes")
 	assert.Equal(t, "Before.", acMarkdown(ended.ResponseParts))
 
 	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "small")
@@ -920,9 +920,9 @@ func TestAgentchanBackendDown(t *testing.T) {
 	turn1 := bridgetest.StartTurn(t, e.c, e.channel, "anyone there?")
 	ended := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn1, acWait)
 	assert.Equal(t, wire.TurnStateError, ended.State)
-	require.NotNil(t, ended.Error)
-	assert.Contains(t, ended.Error.Message, "still reconnecting")
-	assert.Contains(t, ended.Error.Message, "503", "the last error says what the server answered")
+	require.NotNil(t, client.TurnError(&ended))
+	assert.Contains(t, client.TurnError(&ended).Message, "still reconnecting")
+	assert.Contains(t, client.TurnError(&ended).Message, "503", "the last error says what the server answered")
 	assert.Len(t, e.fake.ReceivedOfType("prompt"), 1, "only the first turn's")
 
 	e.fake.SetRefusing(false)
@@ -932,7 +932,7 @@ func TestAgentchanBackendDown(t *testing.T) {
 	assert.Equal(t, 2, got[1].Conn)
 	turn2 := bridgetest.StartTurn(t, e.c, e.channel, "back?")
 	done := bridgetest.WaitTurnEnd(t, e.c, e.channel, turn2, acWait)
-	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", done.Error)
+	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", client.TurnError(&done))
 	assert.Equal(t, "done", acMarkdown(done.ResponseParts))
 }
 

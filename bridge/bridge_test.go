@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
@@ -66,7 +66,7 @@ func TestCreateSessionFailsWithTheAgentsWords(t *testing.T) {
 	r := newRig(t, mapping.PolicyAsk)
 	r.prov.openErr = errors.New("the agent said: Authentication required")
 	lc := r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil)
-	require.Equal(t, wire.SessionLifecycleCreationFailed, lc)
+	require.Equal(t, wire.SessionLifecycleFailed, lc)
 	r.host.mu.Lock()
 	defer r.host.mu.Unlock()
 	require.NotNil(t, r.host.sessions[sess1].CreationError)
@@ -77,7 +77,7 @@ func TestCreateSessionFailsWithTheAgentsWords(t *testing.T) {
 func TestCreateSessionRefusesAWorkingDirectoryElsewhere(t *testing.T) {
 	r := newRig(t, mapping.PolicyAsk)
 	lc := r.createSession(sess1, chat1, wire.CreateSessionParams{WorkingDirectories: []string{"file://other-host/p"}}, nil)
-	require.Equal(t, wire.SessionLifecycleCreationFailed, lc)
+	require.Equal(t, wire.SessionLifecycleFailed, lc)
 	assert.Zero(t, r.prov.opened())
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
@@ -269,14 +269,17 @@ func (c *chat) permissionLocked(req backend.PermissionRequest) []func() {
 
 func (c *chat) terminalStarted(e backend.TerminalStarted) {
 	ch := mapping.TerminalChannel(e.TerminalID)
-	claim := wire.TerminalSessionClaim{Kind: wire.TerminalClaimKindSession, Session: c.sess.uri}
+	// The terminal belongs to this chat: its turn runs the command (AHP
+	// 0.9.0 made the claim's chat required).
+	claim := wire.TerminalSessionClaim{Kind: wire.TerminalClaimKindSession, Session: c.sess.uri, Chat: c.uri}
 	if c.turn != nil && !c.turn.Ended() {
 		claim.TurnID = wire.Ptr(c.turn.ID())
 	}
 	st := wire.TerminalState{
-		Title:   firstNonEmpty(e.Command, "terminal"),
-		Content: []wire.TerminalContentPart{},
-		Claim:   wire.NewTerminalClaim(&claim),
+		Title:     firstNonEmpty(e.Command, "terminal"),
+		Content:   []wire.TerminalContentPart{},
+		Claim:     wire.NewTerminalClaim(&claim),
+		Lifecycle: wire.NewTerminalLifecycleState(&wire.TerminalRunningLifecycleState{}),
 	}
 	if e.Cwd != "" {
 		st.Cwd = wire.Ptr(mapping.FileURI(e.Cwd))

@@ -17,7 +17,8 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	w3wire "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	w7wire "github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
@@ -103,7 +104,12 @@ func TestDialectNegotiation(t *testing.T) {
 					require.NoError(t, json.Unmarshal(root, &st))
 					require.Len(t, st.Agents, 1)
 					assert.Equal(t, "script", st.Agents[0].Provider)
-				case d.current():
+				case d.is070():
+					var st w7wire.RootState
+					require.NoError(t, json.Unmarshal(root, &st))
+					require.Len(t, st.Agents, 1)
+					assert.Equal(t, "script", st.Agents[0].Provider)
+				case d.is1x():
 					var st wire.RootState
 					require.NoError(t, json.Unmarshal(root, &st))
 					require.Len(t, st.Agents, 1)
@@ -145,11 +151,11 @@ func TestDialectNegotiation(t *testing.T) {
 }
 
 // TestDialectTurns runs, for each version spoken, a turn whose tool call
-// is approved, one whose tool call is denied and one cancelled while its
-// tool call waits for a confirmation, checking each end in that version's
-// shapes. A 0.7.0 client on the same session meanwhile changes the default
-// chat's working directories, which only 0.7.0 can say: the older clients
-// must never receive those actions.
+// is approved, one whose tool call is denied, one cancelled while its tool
+// call waits for a confirmation and one the agent fails, checking each end
+// in that version's shapes. A 1.0.0 client on the same session meanwhile
+// changes the default chat's working directories, which only 0.7.0 and
+// later can say: the older clients must never receive those actions.
 func TestDialectTurns(t *testing.T) {
 	t.Parallel()
 	env := scriptBridge(t, bridgetest.Options{})
@@ -199,8 +205,24 @@ func TestDialectTurns(t *testing.T) {
 			assert.Equal(t, "cancelled", got.State)
 			assert.Equal(t, "cancelled", got.Tools[tool].Status)
 
+			// Failed by the agent: the turn ends with chat/error, whose
+			// error each version spells its own way (a response part since
+			// 0.9.0, the turn's error before).
+			turn = c.startTurn("error")
+			assert.Equal(t, "error", c.waitTurnEnd(turn))
+			got = c.turn(turn)
+			assert.Equal(t, "error", got.State)
+			assert.Contains(t, got.Error, "runtime: ")
+			assert.Contains(t, got.Error, "scripted failure")
+			if d.is1x() {
+				parts := c.c1.Turns[len(c.c1.Turns)-1].ResponseParts
+				last, ok := parts[len(parts)-1].Value.(*wire.ErrorResponsePart)
+				require.True(t, ok, "a %s turn ends with its error part", d)
+				assert.Nil(t, last.Resumable, "the bridge never offers to resume a turn")
+			}
+
 			// Actions this version does not know were sequenced on the
-			// session (the 0.7.0 client got them), so the check that its
+			// session (the 1.0.0 client got them), so the check that its
 			// client never received one (checkReceived) means something.
 			for _, typ := range []string{"chat/workingDirectorySet", "chat/workingDirectoryRemoved", "session/inputNeededSet"} {
 				assert.NotNil(t, peer.findEnvelope(func(e bridgetest.Envelope) bool { return e.Type() == typ }), typ)
@@ -223,9 +245,12 @@ func (dc *dclient) checkSessionShape(dir string) {
 	case dc.d.is030():
 		assert.Equal(t, want, acpDeref(dc.s3.Summary.WorkingDirectory))
 		assert.Equal(t, "script", dc.s3.Summary.Provider)
-	case dc.d.current():
+	case dc.d.is070():
 		assert.Equal(t, []string{want}, dc.s7.WorkingDirectories)
 		assert.Equal(t, dc.chat, acpDeref(dc.s7.DefaultChat))
+	case dc.d.is1x():
+		assert.Equal(t, []string{want}, dc.s1.WorkingDirectories)
+		assert.Equal(t, dc.chat, acpDeref(dc.s1.DefaultChat))
 	default:
 		assert.Equal(t, want, dc.sj["workingDirectory"])
 		assert.Equal(t, dc.chat, dc.sj["defaultChat"])
@@ -559,23 +584,23 @@ func TestDialectFetchTurns(t *testing.T) {
 		tail := newDClient(t, env, cur)
 		tail.session = session
 		tail.setSnapshot(tail.subscribeOne(session, nil))
-		tail.chat = acpDeref(tail.s7.DefaultChat)
+		tail.chat = acpDeref(tail.s1.DefaultChat)
 		tail.setSnapshot(tail.subscribeOne(tail.chat, map[string]any{"turns": 1}))
-		require.Len(t, tail.c7.Turns, 1)
-		assert.Equal(t, ids[2], tail.c7.Turns[0].ID)
-		require.NotNil(t, tail.c7.TurnsNextCursor, "older turns remain")
+		require.Len(t, tail.c1.Turns, 1)
+		assert.Equal(t, ids[2], tail.c1.Turns[0].ID)
+		require.NotNil(t, tail.c1.TurnsNextCursor, "older turns remain")
 
 		rpcErr := tail.rc.CallError("fetchTurns", map[string]any{"channel": tail.chat, "cursor": "not-a-cursor"})
 		assert.Equal(t, wire.CodeInvalidParams, rpcErr.Code, rpcErr.Message)
 
-		res := tail.rc.MustCall("fetchTurns", map[string]any{"channel": tail.chat, "cursor": *tail.c7.TurnsNextCursor})
+		res := tail.rc.MustCall("fetchTurns", map[string]any{"channel": tail.chat, "cursor": *tail.c1.TurnsNextCursor})
 		assert.JSONEq(t, "{}", string(res))
 		loaded := tail.findEnvelope(func(e bridgetest.Envelope) bool { return e.Type() == "chat/turnsLoaded" })
 		require.NotNil(t, loaded, "chat/turnsLoaded arrives before the answer")
 		assert.Equal(t, tail.chat, loaded.Channel)
 		tail.apply()
-		assert.Equal(t, ids, turnIDs(tail.c7.Turns), "the older turns are loaded in front")
-		assert.Nil(t, tail.c7.TurnsNextCursor, "nothing older remains")
+		assert.Equal(t, ids, turnIDs(tail.c1.Turns), "the older turns are loaded in front")
+		assert.Nil(t, tail.c1.TurnsNextCursor, "nothing older remains")
 		tail.assertEqualsFresh()
 
 		// The page went to the client that asked for it alone.

@@ -23,7 +23,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 )
@@ -326,8 +326,8 @@ func TestAgentSIGKILLedMidTurn(t *testing.T) {
 
 	turn := bridgetest.WaitTurnEnd(t, c, ch, turnID, relTimeout)
 	assert.Equal(t, wire.TurnStateError, turn.State)
-	require.NotNil(t, turn.Error)
-	assert.Contains(t, turn.Error.Message, "killed", "the error names the cause: %q", turn.Error.Message)
+	require.NotNil(t, client.TurnError(&turn))
+	assert.Contains(t, client.TurnError(&turn).Message, "killed", "the error names the cause: %q", client.TurnError(&turn).Message)
 	switch st := relToolState(turn.ResponseParts).(type) {
 	case *wire.ToolCallCancelledState:
 		assert.Equal(t, toolID, st.ToolCallID)
@@ -345,7 +345,7 @@ func TestAgentSIGKILLedMidTurn(t *testing.T) {
 	require.NoError(t, os.Remove(pidFile))
 	next := bridgetest.StartTurn(t, c, ch, "echo after the kill")
 	done := bridgetest.WaitTurnEnd(t, c, ch, next, relTimeout)
-	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", done.Error)
+	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", client.TurnError(&done))
 	assert.Equal(t, "text:echo after the kill", relText(done.ResponseParts))
 	assert.NotEqual(t, pid, readPID(t, pidFile), "a new agent process runs the next turn")
 }
@@ -374,7 +374,7 @@ func TestAgentIgnoringCancelIsKilled(t *testing.T) {
 	require.NoError(t, os.Remove(pidFile))
 	next := bridgetest.StartTurn(t, c, ch, "echo back")
 	done := bridgetest.WaitTurnEnd(t, c, ch, next, relTimeout)
-	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", done.Error)
+	assert.Equal(t, wire.TurnStateComplete, done.State, "error: %+v", client.TurnError(&done))
 	assert.NotEqual(t, pid, readPID(t, pidFile))
 }
 
@@ -393,7 +393,7 @@ func TestHostileAgentOutputKeepsTheSession(t *testing.T) {
 	} {
 		id := bridgetest.StartTurn(t, c, ch, tc.prompt)
 		turn := bridgetest.WaitTurnEnd(t, c, ch, id, relTimeout)
-		assert.Equal(t, wire.TurnStateComplete, turn.State, "%s: %+v", tc.prompt, turn.Error)
+		assert.Equal(t, wire.TurnStateComplete, turn.State, "%s: %+v", tc.prompt, client.TurnError(&turn))
 		assert.Contains(t, relText(turn.ResponseParts), tc.want, tc.prompt)
 		if strings.HasPrefix(tc.prompt, "flood") {
 			assert.Equal(t, 2000*32, len(relText(turn.ResponseParts)), "every flooded chunk arrives")

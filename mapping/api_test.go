@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -117,7 +117,7 @@ func TestDisconnectedWithoutError(t *testing.T) {
 	require.Len(t, acts, 1)
 	b, err := json.Marshal(acts[0])
 	require.NoError(t, err)
-	require.JSONEq(t, `{"type":"chat/error","turnId":"t1","duration":1500,"error":{"errorType":"disconnected","message":"the agent disconnected"}}`, string(b))
+	require.JSONEq(t, `{"type":"chat/error","turnId":"t1","duration":1500,"part":{"kind":"error","error":{"errorType":"disconnected","message":"the agent disconnected"}}}`, string(b))
 }
 
 func TestSessionEvent(t *testing.T) {

@@ -1,7 +1,7 @@
 package mapping
 
 import (
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -25,7 +25,7 @@ func reasoningPart(id, content string) wire.ResponsePart {
 }
 
 func contentRefPart(uri, contentType string, size int64) wire.ResponsePart {
-	return wire.NewResponsePart(&wire.ResourceReponsePart{URI: uri, ContentType: wire.Ptr(contentType), SizeHint: wire.Ptr(size)})
+	return wire.NewResponsePart(&wire.ResourceResponsePart{URI: uri, ContentType: wire.Ptr(contentType), SizeHint: wire.Ptr(size)})
 }
 
 func systemNotificationPart(markdown string) wire.ResponsePart {
@@ -92,7 +92,7 @@ func toolCallReadyAction(turnID, toolCallID string, f readyFields) wire.StateAct
 			before, after, diff := e.wire()
 			items = append(items, wire.FileEdit{Before: before, After: after, Diff: diff})
 		}
-		a.Edits = &wire.FileEditList{Items: items}
+		a.Edits = &wire.FileEditCollection{Items: items}
 	}
 	if f.confirmed != "" {
 		a.Confirmed = wire.Ptr(f.confirmed)
@@ -162,14 +162,14 @@ type fileEditFields struct {
 	added, removed int64
 }
 
-func (e fileEditFields) wire() (before, after *wire.FileSnapshot, diff *wire.DiffStat) {
+func (e fileEditFields) wire() (before, after *wire.FileEditSide, diff *wire.FileEditDiffStats) {
 	if e.before != nil {
-		before = &wire.FileSnapshot{URI: e.before.uri, Content: e.before.contentRef()}
+		before = &wire.FileEditSide{URI: e.before.uri, Content: e.before.contentRef()}
 	}
 	if e.after != nil {
-		after = &wire.FileSnapshot{URI: e.after.uri, Content: e.after.contentRef()}
+		after = &wire.FileEditSide{URI: e.after.uri, Content: e.after.contentRef()}
 	}
-	return before, after, &wire.DiffStat{Added: wire.Ptr(e.added), Removed: wire.Ptr(e.removed)}
+	return before, after, &wire.FileEditDiffStats{Added: wire.Ptr(e.added), Removed: wire.Ptr(e.removed)}
 }
 
 func textContent(s string) wire.ToolResultContent {
@@ -214,8 +214,13 @@ func usageAction(turnID string, u backend.Usage) wire.StateAction {
 	return act(&wire.ChatUsageAction{TurnID: turnID, Usage: info})
 }
 
+// errorAction ends a failed turn: the error is the turn's last response
+// part. The bridge cannot re-drive an ACP prompt without repeating what the
+// agent already did, so the part is never resumable and a chat/turnResume
+// is always rejected (docs/protocol-versions.md §12).
 func errorAction(turnID string, duration int64, errType, msg string) wire.StateAction {
-	return act(&wire.ChatErrorAction{TurnID: turnID, Duration: duration, Error: wire.ErrorInfo{ErrorType: errType, Message: msg}})
+	return act(&wire.ChatErrorAction{TurnID: turnID, Duration: duration,
+		Part: wire.ErrorResponsePart{Error: wire.ErrorInfo{ErrorType: errType, Message: msg}}})
 }
 
 func turnCompleteAction(turnID string, duration int64) wire.StateAction {

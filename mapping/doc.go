@@ -1,6 +1,6 @@
 // Package mapping holds the pure translation rules between the bridge's
-// neutral backend vocabulary (package backend) and AHP 0.7.0 (package
-// ahp/v070/wire), the dialect the host keeps its state in.
+// neutral backend vocabulary (package backend) and AHP 1.0.0 (package
+// ahp/wire), the dialect the host keeps its state in.
 //
 // Backend → AHP: a Turn is a small state machine per prompt turn that turns
 // each backend.Event into the actions AHP clients expect: chat/* actions

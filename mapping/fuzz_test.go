@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // FuzzTurn feeds arbitrary scenarios (the testdata/turn format) to a Turn
 // and the resulting actions to the session and chat reducers: whatever a
 // backend sends, mapping must neither panic nor produce actions that do not
-// encode, and the reducers must accept what it produces.
+// encode, and the reducers must accept what it produces. No error it
+// reports is ever resumable.
 func FuzzTurn(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "turn", "*.in.json"))
 	for _, file := range files {
@@ -43,6 +44,9 @@ func FuzzTurn(f *testing.F) {
 				var back wire.StateAction
 				if err := json.Unmarshal(b, &back); err != nil {
 					t.Fatalf("action does not decode: %v\n%s", err, b)
+				}
+				if e, ok := back.Value.(*wire.ChatErrorAction); ok && e.Part.Resumable != nil {
+					t.Fatalf("a chat/error the bridge cannot resume says resumable: %s", b)
 				}
 				r.apply(back)
 			}

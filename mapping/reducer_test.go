@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 func pinnedClock() int64 { return turnStart + turnDuration }
@@ -135,6 +135,16 @@ func TestGoldenThroughReducer(t *testing.T) {
 			require.Equal(t, ended, string(s.Turns[0].State))
 			require.Equal(t, wire.Ptr[int64](turnDuration), s.Turns[0].Duration, "the turn's duration")
 			require.Equal(t, wire.Ptr(reducer.FormatTime(turnStart)), s.Turns[0].StartedAt)
+
+			// Since AHP 0.9.0 a failed turn's error is its last response
+			// part, and the bridge never offers to resume it.
+			last := s.Turns[0].ResponseParts[len(s.Turns[0].ResponseParts)-1]
+			ep, isErr := last.Value.(*wire.ErrorResponsePart)
+			require.Equal(t, ended == string(wire.TurnStateError), isErr, "the turn's last part: %+v", last.Value)
+			if isErr {
+				require.NotEmpty(t, ep.Error.Message)
+				require.Nil(t, ep.Resumable, "the bridge cannot resume an ACP prompt")
+			}
 		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -112,7 +112,7 @@ func (ts *toolState) toolMeta() map[string]any {
 		m["locations"] = locs
 	}
 	if ts.customStatus != "" {
-		// Kept once seen: AHP 0.7.0 replaces a tool call's _meta with each
+		// Kept once seen: AHP (0.7.0 on) replaces a tool call's _meta with each
 		// action's, so a call that went on to complete would lose it.
 		m["status"] = string(ts.customStatus)
 	}

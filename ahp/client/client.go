@@ -1,4 +1,4 @@
-// Package client is a small AHP 0.7.0 client over WebSocket.
+// Package client is a small AHP 1.0.0 client over WebSocket.
 //
 // It is used by the `ahp-bridge client` terminal UI, the demo, the soak
 // tool and the bridge's end-to-end tests, so it favours a simple, blocking
@@ -17,7 +17,7 @@
 //
 // (error handling elided).
 //
-// AHP 0.7.0 splits a session in two kinds of channel: the session channel
+// AHP (since 0.7.0) splits a session in two kinds of channel: the session channel
 // (ahp-session:/…) holds what concerns the whole session — lifecycle,
 // title, the catalogue of its chats, what it waits for (inputNeeded) — and
 // each chat channel (ahp-chat:/…) holds a conversation: turns, tool calls,
@@ -57,7 +57,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // ErrClosed is returned by calls made after Close, and by Next once the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -150,7 +150,7 @@ func TestInitializeOffersTheChatDialect(t *testing.T) {
 				return nil, &fakehost.Error{Code: wire.CodeInvalidParams, Message: err.Error()}
 			}
 			params <- p
-			return wire.InitializeResult{ProtocolVersion: "0.7.0", Snapshots: []wire.Snapshot{}}, nil
+			return wire.InitializeResult{ProtocolVersion: "1.0.0", Snapshots: []wire.Snapshot{}}, nil
 		},
 	}})
 	ctx := testCtx(t)
@@ -161,7 +161,7 @@ func TestInitializeOffersTheChatDialect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, client.ProtocolVersion, res.ProtocolVersion)
 	p := <-params
-	assert.Equal(t, []string{"0.7.0"}, p.ProtocolVersions)
+	assert.Equal(t, []string{"1.0.0"}, p.ProtocolVersions, "the client's state is AHP 1.0.0, so it offers that alone")
 	assert.Equal(t, "me", p.ClientID)
 	assert.Equal(t, []string{client.RootChannel}, p.InitialSubscriptions)
 	require.NotNil(t, p.ClientInfo)
@@ -210,10 +210,13 @@ func TestInitializeVersionMismatch(t *testing.T) {
 	assert.ErrorIs(t, err, client.ErrNoState, "a failed initialize leaves no state behind")
 }
 
+// TestInitializeRejectsOtherVersion: a server that answers with a version
+// the client did not offer (here the 0.7.0 it used to speak) would send
+// shapes the client's reducers misread, so initialize fails.
 func TestInitializeRejectsOtherVersion(t *testing.T) {
 	h := newHost(t, fakehost.Options{Methods: map[string]func(json.RawMessage) (any, *fakehost.Error){
 		"initialize": func(json.RawMessage) (any, *fakehost.Error) {
-			return wire.InitializeResult{ProtocolVersion: "0.6.0", Snapshots: []wire.Snapshot{}}, nil
+			return wire.InitializeResult{ProtocolVersion: "0.7.0", Snapshots: []wire.Snapshot{}}, nil
 		},
 	}})
 	ctx := testCtx(t)
@@ -222,7 +225,7 @@ func TestInitializeRejectsOtherVersion(t *testing.T) {
 	defer c.Close()
 	_, err = c.Initialize(ctx)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"0.6.0"`)
+	assert.Contains(t, err.Error(), `"0.7.0"`)
 }
 
 func TestSubscribeFollowsTheDefaultChat(t *testing.T) {
@@ -305,6 +308,31 @@ func TestSessionTurnEndToEnd(t *testing.T) {
 		"chat/turnStarted", "chat/responsePart", "chat/delta", "chat/delta", "chat/turnComplete",
 	}, types)
 	assert.GreaterOrEqual(t, c.LastServerSeq(), env.ServerSeq)
+}
+
+// TestFailedTurnError: a failed turn ends with chat/error, whose error is
+// the turn's last response part (AHP 0.9.0 on); TurnError finds it.
+func TestFailedTurnError(t *testing.T) {
+	h := newHost(t, fakehost.Options{})
+	c := connect(t, h, client.Options{})
+	uri := readySession(t, c)
+	ctx := testCtx(t)
+
+	_, err := c.StartTurn(ctx, uri, "t1", client.UserMessage("fail"))
+	require.NoError(t, err)
+	turn, err := c.WaitForTurn(ctx, uri, "t1")
+	require.NoError(t, err)
+	assert.Equal(t, wire.TurnStateError, turn.State)
+	require.NotEmpty(t, turn.ResponseParts)
+	last, ok := turn.ResponseParts[len(turn.ResponseParts)-1].Value.(*wire.ErrorResponsePart)
+	require.True(t, ok, "the error is the turn's last part: %s", jsonOf(t, turn.ResponseParts))
+	assert.Nil(t, last.Resumable)
+	e := client.TurnError(turn)
+	require.NotNil(t, e)
+	assert.Equal(t, wire.ErrorInfo{ErrorType: "agentError", Message: "the agent crashed"}, *e)
+
+	ok2 := runTurn(t, c, uri, "t2", "hello")
+	assert.Nil(t, client.TurnError(ok2), "a completed turn has no error")
 }
 
 func TestEventsNameTheirSession(t *testing.T) {
@@ -645,7 +673,7 @@ func TestCreationFailure(t *testing.T) {
 	require.NoError(t, err)
 	st, err := c.WaitFor(ctx, uri, func(s *wire.SessionState) bool { return s.Lifecycle != wire.SessionLifecycleCreating })
 	require.NoError(t, err)
-	assert.Equal(t, wire.SessionLifecycleCreationFailed, st.Lifecycle)
+	assert.Equal(t, wire.SessionLifecycleFailed, st.Lifecycle)
 	require.NotNil(t, st.CreationError)
 	assert.Equal(t, "agent not installed", st.CreationError.Message)
 }

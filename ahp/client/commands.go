@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // ProtocolVersion is the AHP version this client speaks, and the only one
@@ -16,7 +16,7 @@ const ProtocolVersion = wire.ProtocolVersion
 // otherwise.
 var defaultClientInfo = wire.Implementation{Name: "ahp-bridge client"}
 
-// Initialize performs the AHP handshake, offering protocol 0.7.0, and
+// Initialize performs the AHP handshake, offering protocol 1.0.0, and
 // subscribes to subscriptions in the same round trip (none means just
 // ahp-root://). The snapshots in the result are installed as client state
 // before Initialize returns; for every session among them the client then

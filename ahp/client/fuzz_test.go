@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the client's message handling,

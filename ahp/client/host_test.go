@@ -13,7 +13,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // echoHandler is a host.Handler whose sessions are ready at once and whose
@@ -182,7 +182,7 @@ func TestAgainstRealHost(t *testing.T) {
 	defer c.Close()
 	res, err := c.Initialize(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, "0.7.0", res.ProtocolVersion, "the host speaks the dialect the client offers")
+	assert.Equal(t, "1.0.0", res.ProtocolVersion, "the host speaks the dialect the client offers")
 	root, err := c.Root()
 	require.NoError(t, err)
 	require.Len(t, root.Agents, 1)

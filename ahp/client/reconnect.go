@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Reconnect resumes the session of prev, whose connection has ended, on a

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // The turn actions below go to a chat channel; each takes the chat's URI,
@@ -142,7 +142,7 @@ func (c *Client) SetPendingMessage(ctx context.Context, chat string, kind wire.P
 
 // SelectModel picks the model for the chat's next turns by setting it on
 // the chat's draft (chat/draftChanged), keeping what else the draft holds;
-// nil clears the choice. In AHP 0.7.0 the model travels with each message;
+// nil clears the choice. Since AHP 0.7.0 the model travels with each message;
 // the draft is where a chat keeps the one the user chose, and StartTurn
 // and SetPendingMessage copy it onto the messages they send.
 func (c *Client) SelectModel(ctx context.Context, chat string, model *wire.ModelSelection) (*wire.ActionEnvelope, error) {
@@ -200,6 +200,22 @@ func (c *Client) WaitForTurn(ctx context.Context, chat, turnID string) (*wire.Tu
 		return false, nil
 	})
 	return out, err
+}
+
+// TurnError returns the error a failed turn ended with, or nil. Since AHP
+// 0.9.0 a turn has no error field: chat/error appends the error as the
+// turn's last response part (an ErrorResponsePart) and sets its state to
+// error.
+func TurnError(t *wire.Turn) *wire.ErrorInfo {
+	if t == nil || t.State != wire.TurnStateError {
+		return nil
+	}
+	for i := len(t.ResponseParts) - 1; i >= 0; i-- {
+		if p, ok := t.ResponseParts[i].Value.(*wire.ErrorResponsePart); ok && p != nil {
+			return &p.Error
+		}
+	}
+	return nil
 }
 
 // Confirmation is a tool call that a session waits on a client to confirm

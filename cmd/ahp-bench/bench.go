@@ -29,7 +29,7 @@ type Config struct {
 	StartupRuns int           // start-up samples (scenario 7)
 	SlowFor     time.Duration // length of the endless stream (scenario 8)
 	Only        []string      // run only these scenarios (all when empty)
-	// Protocols are the AHP versions the probes speak (default 0.7.0). Each
+	// Protocols are the AHP versions the probes speak (default 1.0.0, the host's own). Each
 	// bridged flow runs once per protocol, in this order; memory, start-up
 	// and slow-client use the first.
 	Protocols []string
@@ -81,7 +81,7 @@ func (c *Config) defaults() {
 		c.Timeout = 5 * time.Minute
 	}
 	if len(c.Protocols) == 0 {
-		c.Protocols = []string{v070}
+		c.Protocols = []string{v100}
 	}
 	if c.Repeat <= 0 {
 		c.Repeat = 1

@@ -89,14 +89,14 @@ func TestCommand(t *testing.T) {
 	assert.Contains(t, stderr.String(), `unknown scenario "nope"`)
 }
 
-// The probes speak 0.3.0 as well as 0.7.0: with both and two rounds, every
+// The probes speak 0.3.0 as well as 1.0.0: with both and two rounds, every
 // bridged flow runs once per protocol per round, every client of either
 // dialect sees every chunk, and the summary compares the dialects.
 func TestDialects(t *testing.T) {
 	bin := bridgetest.Binary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cfg := Config{Bin: bin, Chunks: 500, FanoutN: 100, FanoutSize: 5, ToolEvery: 10, Protocols: []string{v070, v030}, Repeat: 2,
+	cfg := Config{Bin: bin, Chunks: 500, FanoutN: 100, FanoutSize: 5, ToolEvery: 10, Protocols: []string{v100, v030}, Repeat: 2,
 		Only: []string{scDirect, scBridge1, scBridge1T, scFanout, scMemory}, Idle: 5, Timeout: time.Minute}
 	rep, err := Run(ctx, cfg, nil)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestDialects(t *testing.T) {
 		if f.Name == scDirect {
 			assert.Empty(t, f.Protocol)
 		} else {
-			assert.Contains(t, []string{v070, v030}, f.Protocol)
+			assert.Contains(t, []string{v100, v030}, f.Protocol)
 		}
 	}
 	require.Len(t, rep.Summary, 1+3*2)
@@ -122,8 +122,8 @@ func TestDialects(t *testing.T) {
 
 	var out bytes.Buffer
 	printTable(&out, rep)
-	assert.Contains(t, out.String(), "bridge-1: AHP 0.7.0 / AHP 0.3.0 throughput (medians)")
-	assert.Contains(t, out.String(), "bridge-100: AHP 0.7.0 / AHP 0.3.0 throughput (medians)")
+	assert.Contains(t, out.String(), "bridge-1: AHP 1.0.0 / AHP 0.3.0 throughput (medians)")
+	assert.Contains(t, out.String(), "bridge-100: AHP 1.0.0 / AHP 0.3.0 throughput (medians)")
 
 	var stderr bytes.Buffer
 	assert.Equal(t, 1, run([]string{"-bin", bin, "-protocol", "0.4.0", "-json", ""}, &out, &stderr))

@@ -3,11 +3,11 @@
 // acp-go-sdk, and through a separate `ahp-bridge serve` process by 1, 10
 // and 100 AHP clients on one session and by 100 sessions in parallel, plus
 // idle memory per session and per client and the start-up time. Its AHP
-// clients speak 0.7.0, or 0.3.0 (-protocol), or both in one run. It prints
+// clients speak 1.0.0 (the host's own dialect), or 0.7.0 or 0.3.0 (-protocol), or several in one run. It prints
 // a table and writes the figures as JSON. See docs/performance.md.
 //
 //	go build -o /tmp/ahpb ./cmd/ahp-bridge && go run ./cmd/ahp-bench -bin /tmp/ahpb
-//	go run ./cmd/ahp-bench -bin /tmp/ahpb -only bridge-1,bridge-100 -protocol 0.7.0,0.3.0 -repeat 3
+//	go run ./cmd/ahp-bench -bin /tmp/ahpb -only bridge-1,bridge-100 -protocol 1.0.0,0.3.0 -repeat 3
 package main
 
 import (
@@ -47,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Idle, "idle", 1000, "idle sessions and idle clients (memory)")
 	fs.IntVar(&cfg.StartupRuns, "startup-runs", 10, "start-up samples")
 	fs.DurationVar(&cfg.SlowFor, "slow-for", 10*time.Second, "length of the endless stream with a stalled client (slow-client)")
-	fs.StringVar(&protos, "protocol", v070, "comma-separated AHP `VERSIONS` the clients speak ("+strings.Join(protocols, ", ")+
+	fs.StringVar(&protos, "protocol", v100, "comma-separated AHP `VERSIONS` the clients speak ("+strings.Join(protocols, ", ")+
 		"); each bridged flow runs once per version, memory, startup and slow-client with the first")
 	fs.IntVar(&cfg.Repeat, "repeat", 1, "run every flow scenario `N` times (round by round) and summarize min and median")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")

@@ -25,7 +25,7 @@ import (
 // costs as little CPU as possible (no state reduction, no JSON decoding of
 // envelopes).
 //
-// It speaks one dialect (see protocols): 0.7.0, the host's own, where a
+// It speaks one dialect (see protocols): 1.0.0, the host's own, or 0.7.0 (both chat dialects), where a
 // session's turns stream on its default chat (`chat/*` on an `ahp-chat:`
 // channel), or 0.3.0, served by the bridge's 0.3.0 codec as a projection,
 // where they stream on the session channel itself (`session/delta`, …).
@@ -278,15 +278,16 @@ func (p *probe) stall() (resume func()) {
 	}
 }
 
-// The AHP versions a probe speaks. 0.7.0 is the host's own: what is
-// measured is the bridge; 0.3.0 adds the 0.3.0 codec's translation of every
-// envelope on top (issue 12 compares the two).
+// The AHP versions a probe speaks. 1.0.0 is the host's own: what is
+// measured is the bridge; 0.7.0 and 0.3.0 add their codecs' translation of
+// every envelope on top (issues 12 and 13 compare them).
 const (
+	v100 = "1.0.0"
 	v070 = "0.7.0"
 	v030 = "0.3.0"
 )
 
-var protocols = []string{v070, v030}
+var protocols = []string{v100, v070, v030}
 
 // initialize performs the AHP handshake, subscribing to subs (duplicates
 // are sent once: for a 0.3.0 probe a session and where its turns stream

@@ -135,7 +135,7 @@ func TestClientJSONIsNDJSON(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first), "line %q", lines[0])
 	assert.Equal(t, "initialize", first.Method)
-	assert.Equal(t, "0.7.0", first.Result.ProtocolVersion, "the negotiated version: the newest both speak")
+	assert.Equal(t, "1.0.0", first.Result.ProtocolVersion, "the negotiated version: the newest both speak")
 	assert.Equal(t, "ahp-bridge", first.Result.ServerInfo.Name)
 	sawComplete := false
 	for _, line := range lines {
@@ -405,10 +405,12 @@ func TestServeLogsProtocolVersions(t *testing.T) {
 		}
 		if json.Unmarshal([]byte(line), &m) == nil && m.Versions != nil {
 			found = m.Versions
-			assert.Equal(t, "0.7.0", m.Host)
+			assert.Equal(t, "1.0.0", m.Host)
 		}
 	}
 	assert.Equal(t, codec.Supported(), found, "stderr:\n%s", errOut)
+	assert.Contains(t, found, "1.0.0")
+	assert.Contains(t, found, "0.9.0")
 	assert.Contains(t, found, "0.7.0")
 	assert.Contains(t, found, "0.3.0")
 }

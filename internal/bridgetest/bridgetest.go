@@ -1,6 +1,6 @@
 // Package bridgetest starts a whole ahp-bridge in process — host, bridge,
 // providers and the WebSocket transport on a loopback port — so tests can
-// drive it over AHP 0.7.0 exactly as a client would. Its helpers take a
+// drive it over AHP 1.0.0 exactly as a client would. Its helpers take a
 // session URI where the client does: for turns it stands for the session's
 // default chat.
 package bridgetest
@@ -24,7 +24,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/mapping"

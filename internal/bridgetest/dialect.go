@@ -19,7 +19,7 @@ const RawTimeout = 60 * time.Second
 
 // RawClient is an AHP client that knows no dialect: JSON-RPC over a
 // WebSocket, one message per text frame. The tests of the dialects our
-// client (ahp/client, 0.7.0 only) does not speak build their messages in
+// client (ahp/client, 1.0.0 only) does not speak build their messages in
 // the shapes of their version and read what arrives as JSON, decoding it
 // with that version's types where they exist.
 //

@@ -26,22 +26,22 @@ import (
 // BenchmarkBridgeFlood streams b.N 64-byte agent_message_chunks from the
 // scripted agent (a real subprocess) through an in-process bridge to AHP
 // WebSocket readers, so the bridge's hot path can be profiled with
-// -cpuprofile: one 0.7.0 reader, uncoalesced and coalesced (as `serve`
-// runs), and, coalesced, one or 100 readers speaking 0.7.0 or 0.3.0 (whose
+// -cpuprofile: one 1.0.0 reader (the host's own dialect), uncoalesced and coalesced (as `serve`
+// runs), and, coalesced, one or 100 readers speaking 1.0.0 or 0.3.0 (whose
 // turns arrive through the 0.3.0 codec as session/delta on the session
-// channel), and one 0.7.0 reader of a flood with a tool call after every
+// channel), and one 1.0.0 reader of a flood with a tool call after every
 // 50 chunks. The readers only look for the last chunk's index.
 //
 //	go test -run - -bench 'BridgeFlood/coalesced/clients=1/ahp=0.3.0' -benchtime 100000x -cpuprofile cpu.out ./internal/bridgetest
 func BenchmarkBridgeFlood(b *testing.B) {
-	b.Run("uncoalesced", func(b *testing.B) { benchFlood(b, false, "0.7.0", 1, 0) })
-	b.Run("coalesced", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 0) })
+	b.Run("uncoalesced", func(b *testing.B) { benchFlood(b, false, "1.0.0", 1, 0) })
+	b.Run("coalesced", func(b *testing.B) { benchFlood(b, true, "1.0.0", 1, 0) })
 	for _, clients := range []int{1, 100} {
-		for _, v := range []string{"0.7.0", "0.3.0"} {
+		for _, v := range []string{"1.0.0", "0.3.0"} {
 			b.Run(fmt.Sprintf("coalesced/clients=%d/ahp=%s", clients, v), func(b *testing.B) { benchFlood(b, true, v, clients, 0) })
 		}
 	}
-	b.Run("coalesced/tools=50", func(b *testing.B) { benchFlood(b, true, "0.7.0", 1, 50) })
+	b.Run("coalesced/tools=50", func(b *testing.B) { benchFlood(b, true, "1.0.0", 1, 50) })
 }
 
 // BenchmarkBridgeFloodMetrics is the coalesced flood (what `serve` runs)
@@ -49,8 +49,8 @@ func BenchmarkBridgeFlood(b *testing.B) {
 // the write-latency sample, and a scrape at the end. docs/performance.md
 // records the difference (issue 18 allows at most 2 %).
 func BenchmarkBridgeFloodMetrics(b *testing.B) {
-	b.Run("without", func(b *testing.B) { benchFloodWith(b, true, "0.7.0", 1, 0, false) })
-	b.Run("with", func(b *testing.B) { benchFloodWith(b, true, "0.7.0", 1, 0, true) })
+	b.Run("without", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, false) })
+	b.Run("with", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, true) })
 }
 
 func benchFlood(b *testing.B, coalesce bool, version string, clients, toolEvery int) {
@@ -223,7 +223,7 @@ func TestCoalescedFloodSameState(t *testing.T) {
 	t.Logf("envelopes: %d uncoalesced, %d coalesced", plainEnvelopes, mergedEnvelopes)
 }
 
-// rawReader is a WebSocket AHP 0.7.0 client that only counts the action
+// rawReader is a WebSocket AHP 1.0.0 client that only counts the action
 // frames of one channel and watches for a marker.
 type rawReader struct {
 	ws      *websocket.Conn
@@ -237,7 +237,7 @@ func dialRaw(t *testing.T, url, channel, marker string) *rawReader {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"channel": "ahp-root://", "protocolVersions": []string{"0.7.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
+		"channel": "ahp-root://", "protocolVersions": []string{"1.0.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteMessage(websocket.TextMessage, msg))
 	for {

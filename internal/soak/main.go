@@ -10,7 +10,7 @@
 // a tool call that asks permission, which the session's owning client
 // approves. Every client also watches the sessions of another client, and
 // every client disconnects and reconnects (with replay) at random moments
-// between turns. Clients speak AHP 0.7.0: a turn runs on the session's
+// between turns. Clients speak AHP 1.0.0: a turn runs on the session's
 // default chat, and its permission request is read from the session's
 // inputNeeded. At the end, once every session has settled (no chat in
 // progress, nothing pending), it checks that every client's reduced state
@@ -46,7 +46,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport/ws"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
@@ -515,7 +515,7 @@ func (s *soakClient) turn(ctx context.Context, ch string, n int, st *stats) erro
 		return fmt.Errorf("waiting for the turn to end: %w", err)
 	}
 	if turn.State != wire.TurnStateComplete {
-		return fmt.Errorf("turn ended %s: %+v", turn.State, turn.Error)
+		return fmt.Errorf("turn ended %s: %+v", turn.State, client.TurnError(turn))
 	}
 	st.turns.Add(1)
 	return nil

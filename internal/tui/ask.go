@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // asker is one open permission request or question, asked on the
@@ -307,7 +307,7 @@ func questionOf(u wire.ChatInputQuestion) question {
 		return *p
 	}
 	flag := func(p *bool) bool { return p != nil && *p }
-	// Lengths and counts are whole numbers in 0.7.0; one range check
+	// Lengths and counts are whole numbers in 1.0.0; one range check
 	// serves them and the number questions' fractional bounds.
 	float := func(p *int64) *float64 {
 		if p == nil {

@@ -6,7 +6,7 @@
 // answer the session's permission requests and questions (or answers them
 // by policy: approve all, deny all).
 //
-// It speaks AHP 0.7.0 through package client. The protocol's shapes are
+// It speaks AHP 1.0.0 through package client. The protocol's shapes are
 // read in a few places only, so that a port to another dialect touches
 // little: view.go turns chat actions and state into what to show and the
 // session's inputNeeded into questions, ask.go turns typed answers into

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // ANSI escapes used when the output is a colour terminal.

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -108,6 +108,19 @@ func TestRendererIssue11(t *testing.T) {
 		got = renderAll(t,
 			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":true,"pastTenseMessage":"echo","content":[{"type":"terminal","resource":"ahp-terminal:/t2","title":"Terminal t2"}]}},"serverSeq":3}`)
 		assert.Equal(t, "  ✓ echo\n    [terminal ahp-terminal:/t2]\n", got)
+	})
+	t.Run("a failed command's exit status is shown", func(t *testing.T) {
+		// The exit code is in the terminal's lifecycle (AHP 0.9.0 on).
+		got := renderAll(t,
+			`{"channel":"ahp-terminal:/t3","action":{"type":"terminal/data","data":"boom\r\n"},"serverSeq":1}`,
+			`{"channel":"ahp-terminal:/t3","action":{"type":"terminal/exited","exitCode":2},"serverSeq":2}`,
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/toolCallComplete","turnId":"t","toolCallId":"c","result":{"success":false,"pastTenseMessage":"make","content":[{"type":"terminal","resource":"ahp-terminal:/t3","title":"Terminal t3"}]}},"serverSeq":3}`)
+		assert.Contains(t, got, "    boom\n    (exit status 2)\n")
+	})
+	t.Run("a turn's error is its error part", func(t *testing.T) {
+		got := renderAll(t,
+			`{"channel":"ahp-chat:/c","action":{"type":"chat/error","turnId":"t","duration":5,"part":{"kind":"error","error":{"errorType":"runtime","message":"the agent crashed"}}},"serverSeq":1}`)
+		assert.Equal(t, "✗ error: the agent crashed (runtime)\n", got)
 	})
 }
 

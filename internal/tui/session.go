@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Exit codes of a prompt or a follow, as `ahp-bridge client` documents them.
@@ -172,7 +172,7 @@ func Open(ctx context.Context, c *client.Client, opts Options, sio IO) (*Session
 	if err := s.setUp(ctx); err != nil {
 		return nil, err
 	}
-	if st, err := c.Session(s.channel); err == nil && st.Lifecycle == wire.SessionLifecycleCreationFailed {
+	if st, err := c.Session(s.channel); err == nil && st.Lifecycle == wire.SessionLifecycleFailed {
 		msg := "unknown reason"
 		if st.CreationError != nil {
 			msg = errorText(st.CreationError)
@@ -656,7 +656,7 @@ func (s *Session) apply(ctx context.Context, env *wire.ActionEnvelope) (int, boo
 	case *wire.ChatErrorAction:
 		if ours(a.TurnID) && !s.follow {
 			if s.r == nil { // JSON: the error is in the NDJSON; say it on stderr too
-				fmt.Fprintf(s.io.Stderr, "%s: turn failed: %s\n", s.io.Name, errorText(&a.Error))
+				fmt.Fprintf(s.io.Stderr, "%s: turn failed: %s\n", s.io.Name, errorText(&a.Part.Error))
 			}
 			return ExitTurnError, true, nil
 		}

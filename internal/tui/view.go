@@ -1,6 +1,6 @@
 package tui
 
-// What to show of AHP 0.7.0 actions and state: the default chat's turns
+// What to show of AHP 1.0.0 actions and state: the default chat's turns
 // (chat/* actions) and the questions of the session (its inputNeeded).
 // This file (with the answers built in ask.go) is where the client reads
 // protocol shapes; a port to another dialect replaces these functions and
@@ -12,8 +12,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // terminalPrefix starts the URI of a terminal channel.
@@ -80,7 +80,7 @@ func (r *renderer) envelope(env *wire.ActionEnvelope) {
 			r.line("  ✗ result rejected")
 		}
 	case *wire.ChatErrorAction:
-		r.line("✗ error: %s", errorText(&a.Error))
+		r.line("✗ error: %s", errorText(&a.Part.Error))
 	case *wire.ChatTurnCancelledAction:
 		r.line("[turn cancelled]")
 	case *wire.ChatTurnCompleteAction:
@@ -143,7 +143,7 @@ func (r *renderer) responsePart(p wire.ResponsePart) {
 	case *wire.ReasoningResponsePart:
 		r.partKinds[part.ID] = partReasoning
 		r.streamText(part.ID, partReasoning, part.Content)
-	case *wire.ResourceReponsePart:
+	case *wire.ResourceResponsePart:
 		r.line("[resource %s]", part.URI)
 	case *wire.SystemNotificationResponsePart:
 		r.line("[%s]", oneLine(markdownText(&part.Content)))
@@ -224,8 +224,8 @@ func (r *renderer) terminalBlocks(c *wire.ToolResultTerminalContent) []resultBlo
 		return []resultBlock{{line: "[terminal " + c.Resource + "]"}}
 	}
 	out := []resultBlock{{text: plainText(terminalOutput(t.state))}}
-	if t.state.ExitCode != nil && *t.state.ExitCode != 0 {
-		out = append(out, resultBlock{line: fmt.Sprintf("(exit status %d)", *t.state.ExitCode)})
+	if x, ok := t.state.Lifecycle.Value.(*wire.TerminalExitedLifecycleState); ok && x != nil && x.ExitCode != nil && *x.ExitCode != 0 {
+		out = append(out, resultBlock{line: fmt.Sprintf("(exit status %d)", *x.ExitCode)})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-// Package fakehost is a small scripted AHP 0.7.0 server over WebSocket for
+// Package fakehost is a small scripted AHP 1.0.0 server over WebSocket for
 // testing AHP clients (package client and the `ahp-bridge client` command)
 // without the real host, bridge and agents.
 //
@@ -31,8 +31,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // Error is a JSON-RPC error a Method handler returns.

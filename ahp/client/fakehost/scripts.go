@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // DefaultScript picks a behaviour from the first word of the prompt:
@@ -24,7 +24,7 @@ func DefaultScript(ctx context.Context, t *Turn) {
 	case "tool":
 		ToolScript(ctx, t)
 	case "fail":
-		t.Emit(&wire.ChatErrorAction{TurnID: t.ID, Duration: t.Duration(), Error: wire.ErrorInfo{ErrorType: "agentError", Message: "the agent crashed"}})
+		t.Emit(&wire.ChatErrorAction{TurnID: t.ID, Duration: t.Duration(), Part: wire.ErrorResponsePart{Error: wire.ErrorInfo{ErrorType: "agentError", Message: "the agent crashed"}}})
 	case "ask":
 		AskScript(ctx, t)
 	case "result":
