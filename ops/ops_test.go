@@ -126,7 +126,7 @@ func TestReadinessFollowsTheProviders(t *testing.T) {
 	_, err := c.Subscribe(bridgetest.Context(t, 10*time.Second), ch)
 	require.NoError(t, err)
 	_, err = c.WaitFor(bridgetest.Context(t, 30*time.Second), ch, func(s *wire.SessionState) bool {
-		return s.Lifecycle == wire.SessionLifecycleCreationFailed
+		return s.Lifecycle == wire.SessionLifecycleFailed
 	})
 	require.NoError(t, err)
 
