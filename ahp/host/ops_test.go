@@ -122,7 +122,7 @@ func TestOpsSamplesWriteLatency(t *testing.T) {
 // a histogram's Observe), so that the two together show what measuring
 // costs the hot path (docs/performance.md).
 func BenchmarkDispatchDeltaSampled(b *testing.B) {
-	h, uri, conns := benchSession(b, 1, current)
+	h, uri, conns := benchSession(b, []string{current})
 	hist := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bench_seconds", Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10)})
 	var observed atomic.Int64
 	h.ObserveWriteLatency(func(s float64) {
@@ -130,7 +130,7 @@ func BenchmarkDispatchDeltaSampled(b *testing.B) {
 		hist.Observe(s)
 	})
 	delta := wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 64)})
-	base := conns[0].frames.Load()
+	base := conns[0].deltas.Load()
 	b.ReportAllocs()
 	b.ResetTimer()
 	sent := int64(0)
@@ -140,10 +140,10 @@ func BenchmarkDispatchDeltaSampled(b *testing.B) {
 		}
 		sent++
 		if sent%512 == 0 {
-			waitWritten(b, conns, base+sent)
+			waitDeltas(b, conns, base+sent)
 		}
 	}
-	waitWritten(b, conns, base+sent)
+	waitDeltas(b, conns, base+sent)
 	b.StopTimer()
 	if sent >= 64 && observed.Load() == 0 {
 		b.Fatal("no latency was observed")
