@@ -223,7 +223,7 @@ func TestMetricsPresentAndMovingAfterAScriptedTurn(t *testing.T) {
 	require.NoError(t, c.Ping(bridgetest.Context(t, 10*time.Second))) // every frame before its answer is written
 
 	after := scrape(t, srv.URL)
-	assert.Equal(t, 1.0, value(t, after, "ahp_bridge_clients", "protocol_version", "0.7.0"))
+	assert.Equal(t, 1.0, value(t, after, "ahp_bridge_clients", "protocol_version", "1.0.0"))
 	assert.Equal(t, 1.0, value(t, after, "ahp_bridge_sessions", "state", "idle"))
 	assert.Zero(t, value(t, after, "ahp_bridge_sessions", "state", "working"))
 	assert.Equal(t, 2.0, value(t, after, "ahp_bridge_turns_started_total", "provider", "script"))
@@ -280,7 +280,7 @@ func TestStatusPageShowsSessionAndClientButNoPrompt(t *testing.T) {
 	assert.Contains(t, page, "Script session")
 	assert.Contains(t, page, "<td>idle</td>")
 	// The client: its version and address.
-	assert.Contains(t, page, "<td>0.7.0</td>")
+	assert.Contains(t, page, "<td>1.0.0</td>")
 	assert.Contains(t, page, "127.0.0.1:")
 	// The last errors, without fields that may carry content.
 	assert.Contains(t, page, "a warning worth seeing")
