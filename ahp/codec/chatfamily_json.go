@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
 
 // decodeTree decodes one JSON value into maps, slices and json.Number, so
@@ -98,7 +99,9 @@ func actionTypeBytes(b []byte) []byte {
 			switch {
 			case end < 0:
 				return nil
-			case escaped:
+			case escaped || !utf8.Valid(b[i+1:end-1]):
+				// encoding/json replaces invalid UTF-8 with U+FFFD; so
+				// must we, or a bad type would read differently here.
 				return []byte(unquote(b[i:end]))
 			}
 			return b[i+1 : end-1]
