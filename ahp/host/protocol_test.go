@@ -372,7 +372,7 @@ func TestUnsupportedCommands(t *testing.T) {
 	c.initialize()
 	check("after")
 	// Commands unknown altogether are not found either.
-	for _, m := range []string{"authenticate", "frobnicate"} {
+	for _, m := range []string{"frobnicate"} {
 		_, err := c.call(m, map[string]any{"channel": RootURI})
 		require.NotNil(t, err)
 		assert.Equal(t, CodeMethodNotFound, err.Code, m)

@@ -71,6 +71,7 @@ type request struct {
 // are only reachable through a codec.
 var commands = map[string]func(h *Host, ctx context.Context, r *request, channel string){
 	"subscribe":                  (*Host).subscribe,
+	"authenticate":               (*Host).authenticate,
 	"createSession":              (*Host).createSession,
 	"disposeSession":             (*Host).disposeSession,
 	"createChat":                 (*Host).createChat,
