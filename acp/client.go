@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 
+	"github.com/ahp-bridge/ahp-bridge/backend"
 	sdk "github.com/coder/acp-go-sdk"
 )
 
@@ -41,10 +42,17 @@ func (c *clientHandler) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequ
 	if err != nil {
 		return sdk.WriteTextFileResponse{}, err
 	}
+	// What the file held before, for the session's changeset (nil: it did
+	// not exist, or cannot be read, which the write then says).
+	var old *string
+	if text, err := s.readTextFile(p.Path, nil, nil); err == nil {
+		old = &text
+	}
 	if err := s.writeTextFile(p.Path, p.Content); err != nil {
 		s.log.Info().Str("path", p.Path).Err(err).Msg("refused fs/write_text_file")
 		return sdk.WriteTextFileResponse{}, err
 	}
+	s.queue.push(queueItem{event: backend.FileEdited{Path: s.absPath(p.Path), Old: old, New: p.Content}})
 	return sdk.WriteTextFileResponse{}, nil
 }
 

@@ -97,7 +97,8 @@ type agentProc struct {
 
 	// Set once during start, read-only afterwards.
 	caps        sdk.AgentCapabilities
-	authMethods []string
+	authMethods []string // described, for errors
+	authFull    []sdk.AuthMethod
 
 	pumpDone   chan struct{}
 	stderrDone chan struct{}
@@ -293,6 +294,7 @@ func (a *agentProc) initialize(ctx context.Context) error {
 		return a.describeErr("initialize", err)
 	}
 	a.caps = resp.AgentCapabilities
+	a.authFull = resp.AuthMethods
 	for _, m := range resp.AuthMethods {
 		a.authMethods = append(a.authMethods, describeAuthMethod(m))
 	}

@@ -76,6 +76,13 @@ type Config struct {
 	// chunk is passed on as its own event.
 	CoalesceText bool
 
+	// McpServers are the MCP servers configured for every session of the
+	// agent (the bridge's per-provider `mcpServers` key). Info shows them,
+	// and the bridge passes them, with those a session brings and as far
+	// as the user keeps them enabled, in SessionOptions.McpServers: only
+	// those reach session/new.
+	McpServers []backend.McpServer
+
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports
 	// its models.
@@ -113,7 +120,8 @@ type Provider struct {
 	closed   bool
 	sessions map[*session]struct{}
 	models   []backend.ModelInfo
-	ops      procCounters // guarded by mu; see ops.go
+	auth     backend.AuthInfo // what the agent said of signing in; see auth.go
+	ops      procCounters     // guarded by mu; see ops.go
 }
 
 var _ backend.Provider = (*Provider)(nil)
@@ -139,6 +147,8 @@ func (p *Provider) Info() backend.ProviderInfo {
 		DisplayName: p.cfg.DisplayName,
 		Description: p.cfg.Description,
 		Models:      slices.Clone(p.models),
+		McpServers:  slices.Clone(p.cfg.McpServers),
+		Auth:        p.authInfoLocked(),
 	}
 }
 
@@ -217,6 +227,7 @@ func (p *Provider) ensureProc(ctx context.Context) (*agentProc, error) {
 	p.proc = a
 	p.ops.started(cur != nil)
 	p.mu.Unlock()
+	p.noteAuthMethods(authMethodsOf(a.authFull))
 	a.log.Info().Strs("command", p.cfg.Command).Msg("agent started")
 	return a, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -162,8 +161,12 @@ func (s *session) create(ctx context.Context) error {
 		return err
 	}
 	// Raw, not through the SDK: its typed result has no `models`.
-	raw, err := a.call(ctx, sdk.AgentMethodSessionNew, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
+	servers, left := mcpServers(s.opts.McpServers, a.caps.McpCapabilities)
+	raw, err := a.call(ctx, sdk.AgentMethodSessionNew, map[string]any{"cwd": s.cwd, "mcpServers": servers})
 	if err != nil {
+		if isAuthRequired(err) {
+			return s.p.authRequired(a, err)
+		}
 		return a.describeErr("creating the agent session", err)
 	}
 	var resp newSessionResult
@@ -183,6 +186,7 @@ func (s *session) create(ctx context.Context) error {
 	s.mu.Unlock()
 	a.register(id, s)
 	s.log.Info().Str("acp_session", id).Msg("agent session created")
+	s.reportMcp(left)
 
 	if err := s.setInitialConfig(resp); err != nil {
 		s.log.Warn().Err(err).Msg("agent sent session settings that cannot be read")
@@ -613,11 +617,15 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		endEarly()
 		return backend.TurnResult{StopReason: backend.StopCancelled}, nil
 	}
-	blocks := promptBlocks(pr, a.caps.PromptCapabilities.EmbeddedContext)
+	blocks, err := s.promptContent(ctx, pr, a.caps.PromptCapabilities)
+	if err != nil {
+		endEarly()
+		return backend.TurnResult{}, err
+	}
 
 	// Raw, not through the SDK: its typed usage turns counts the agent did
-	// not send into zeros.
-	raw, perr := a.call(ctx, sdk.AgentMethodSessionPrompt, sdk.PromptRequest{SessionId: sdk.SessionId(id), Prompt: blocks})
+	// not send into zeros, and its content blocks drop a text's `_meta`.
+	raw, perr := a.call(ctx, sdk.AgentMethodSessionPrompt, map[string]any{"sessionId": id, "prompt": blocks})
 	if perr != nil && ctx.Err() != nil && !a.isExited() {
 		// Nobody waits for this turn any more: the agent is told to stop it.
 		if cerr := a.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sdk.SessionId(id)}); cerr != nil {
@@ -680,38 +688,6 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		res.Usage = u
 	}
 	return res, nil
-}
-
-// promptBlocks builds the ACP prompt. Embedded attachments become
-// resource blocks when the agent accepts them and text otherwise.
-func promptBlocks(pr backend.Prompt, embedded bool) []sdk.ContentBlock {
-	blocks := make([]sdk.ContentBlock, 0, 1+len(pr.Attachments))
-	if pr.Text != "" || len(pr.Attachments) == 0 {
-		blocks = append(blocks, sdk.TextBlock(pr.Text))
-	}
-	for _, at := range pr.Attachments {
-		name := at.Name
-		if name == "" {
-			name = path.Base(at.URI)
-		}
-		var mime *string
-		if at.MimeType != "" {
-			mime = sdk.Ptr(at.MimeType)
-		}
-		switch {
-		case at.Kind == backend.AttachEmbedded && embedded:
-			blocks = append(blocks, sdk.ResourceBlock(sdk.EmbeddedResourceResource{
-				TextResourceContents: &sdk.TextResourceContents{Uri: at.URI, Text: at.Text, MimeType: mime},
-			}))
-		case at.Kind == backend.AttachEmbedded:
-			blocks = append(blocks, sdk.TextBlock(fmt.Sprintf("Attached %s (%s):\n%s", name, at.URI, at.Text)))
-		default:
-			b := sdk.ResourceLinkBlock(name, at.URI)
-			b.ResourceLink.MimeType = mime
-			blocks = append(blocks, b)
-		}
-	}
-	return blocks
 }
 
 // Cancel sends session/cancel, answers pending permission requests

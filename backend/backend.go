@@ -12,6 +12,9 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf16"
 )
 
 // Provider is one configured agent: an ACP command or an agent-channel URL.
@@ -38,6 +41,15 @@ type ProviderInfo struct {
 	DisplayName string
 	Description string
 	Models      []ModelInfo
+	// McpServers are the MCP servers the provider's configuration gives
+	// every session (the bridge's `mcpServers` key), passed in
+	// SessionOptions.McpServers by the bridge together with those the
+	// client brings. Their env and headers are secrets: shown nowhere.
+	McpServers []McpServer
+	// Auth is how the agent lets users sign in, once it has said so (an
+	// ACP agent: its authMethods, and whether session/new asked for
+	// authentication); nil when it has not, or has no sign-in.
+	Auth *AuthInfo
 }
 
 // ModelInfo is one model a provider offers.
@@ -57,6 +69,12 @@ type SessionOptions struct {
 	// backend that could not switch the new session to it still opens the
 	// session, on the agent's model, and reports a SettingRefused.
 	Model string
+	// Roots are all the session's working directories (Cwd among them;
+	// empty means Cwd alone): the files a prompt's attachments may name.
+	Roots []string
+	// McpServers are passed to the agent as far as it takes them; the
+	// backend reports each one's state with McpServerStatus events.
+	McpServers []McpServer
 }
 
 // Sink receives events from a backend session. Implementations must return
@@ -105,19 +123,97 @@ type AttachmentKind string
 
 // Attachment kinds.
 const (
-	// AttachResourceLink refers to a resource by URI only.
+	// AttachResourceLink refers to a resource by URI (a file the agent
+	// may read itself), with an optional Selection in it.
 	AttachResourceLink AttachmentKind = "resource_link"
-	// AttachEmbedded carries the resource's text inline.
+	// AttachEmbedded carries the resource inline: Text when it is UTF-8
+	// text, else Data (base64). With AsText set, Text is not a resource
+	// but a rendering of the attachment for the model (a simple
+	// attachment's model representation, a chat transcript, a reference
+	// to annotations), to be given to the agent as text.
 	AttachEmbedded AttachmentKind = "embedded"
 )
 
-// Attachment is a file or resource attached to a prompt.
+// Attachment is a file, resource or other context attached to a prompt.
 type Attachment struct {
 	Kind     AttachmentKind
 	URI      string
 	Name     string
 	MimeType string
-	Text     string // for AttachEmbedded
+	Text     string // AttachEmbedded: the text, or the model's text (AsText)
+	// Data is the base64 bytes of an embedded attachment that is not
+	// UTF-8 text (an image, audio, a PDF); Text is then empty.
+	Data string
+	// Selection is the part of a textual resource the user selected, or
+	// nil for all of it.
+	Selection *Range
+	// AsText says Text renders the attachment for the model (see
+	// AttachEmbedded).
+	AsText bool
+	// Meta is the attachment's `_meta`, carried to the agent.
+	Meta map[string]any
+}
+
+// Range is a span of a text: zero-based lines, and characters counted in
+// UTF-16 code units within the line (LSP's and AHP's TextRange); End is
+// exclusive.
+type Range struct {
+	StartLine, StartChar int
+	EndLine, EndChar     int
+}
+
+// Select returns the part of text that r covers. Positions past the end
+// of a line or of the text are clamped to it, so a range is never an
+// error: a stale selection still gives what is there.
+func (r Range) Select(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	offset := func(line, char int) int {
+		if line < 0 {
+			return 0
+		}
+		pos := 0
+		for i := 0; i < line && i < len(lines); i++ {
+			pos += len(lines[i])
+		}
+		if line >= len(lines) {
+			return len(text)
+		}
+		l := strings.TrimSuffix(lines[line], "\n")
+		units := 0
+		for i, c := range l {
+			if units >= char {
+				return pos + i
+			}
+			units += len(utf16.Encode([]rune{c}))
+		}
+		return pos + len(l)
+	}
+	start, end := offset(r.StartLine, r.StartChar), offset(r.EndLine, r.EndChar)
+	if end < start {
+		return ""
+	}
+	return text[start:end]
+}
+
+// AttachmentError says which attachments of a prompt the agent was not
+// sent, and why: the backend sends no part of such a prompt, so the user
+// never believes the agent saw what it did not.
+type AttachmentError struct {
+	Refused []RefusedAttachment
+}
+
+// RefusedAttachment is one attachment a backend could not give the agent.
+type RefusedAttachment struct {
+	Name   string // the attachment's label, else its URI
+	Reason string
+}
+
+func (e *AttachmentError) Error() string {
+	parts := make([]string, 0, len(e.Refused))
+	for _, r := range e.Refused {
+		parts = append(parts, fmt.Sprintf("%q: %s", r.Name, r.Reason))
+	}
+	return "the message was not sent to the agent, which cannot take every attachment: " + strings.Join(parts, "; ")
 }
 
 // StopReason tells why a turn ended.
