@@ -138,17 +138,32 @@ func answerValueText(v wire.ChatInputAnswerValue) string {
 	return ""
 }
 
-// PromptFromTurn turns a chat/turnStarted into the backend prompt.
-// Resource attachments become resource links, embedded resources embedded
-// text (base64 data decoded; binary data that is not UTF-8 stays base64),
-// simple attachments with a model representation are appended to the text
-// so the agent sees what the user attached, and attachments of other kinds
-// (chat and annotations references included) are passed on as embedded
-// JSON. A message that is not the user's own (origin agent, tool or
+// PromptFromTurn turns a chat/turnStarted into the backend prompt, with no
+// chat transcripts at hand (see PromptFromTurnWith).
+func PromptFromTurn(a *wire.ChatTurnStartedAction) backend.Prompt {
+	return PromptFromTurnWith(a, nil)
+}
+
+// PromptFromTurnWith turns a chat/turnStarted into the backend prompt.
+// Every attachment becomes one backend attachment, in order, its `_meta`
+// carried (docs/mapping.md, "Attachments"):
+//
+//   - resource → a resource link, with its selection;
+//   - embeddedResource → embedded data: its text when the data is UTF-8
+//     and not an image or audio, else the base64 data, with its selection;
+//   - simple → its model representation as text (a completion's command
+//     without one is already in the message text: nothing more is added);
+//   - annotations → text naming the annotations it references;
+//   - chat → the referenced chat's transcript as text, from chat (the
+//     chat's state, or nil when the host has no such chat), through the
+//     pinned turn;
+//   - a kind this bridge does not know → its JSON, embedded.
+//
+// A message that is not the user's own (origin agent, tool or
 // systemNotification: a turn the server started) is introduced by a line
 // saying where it comes from (OriginNote), so the agent does not take it
 // for the user's words.
-func PromptFromTurn(a *wire.ChatTurnStartedAction) backend.Prompt {
+func PromptFromTurnWith(a *wire.ChatTurnStartedAction, chat func(uri string) *wire.ChatState) backend.Prompt {
 	if a == nil {
 		return backend.Prompt{}
 	}
@@ -161,38 +176,144 @@ func PromptFromTurn(a *wire.ChatTurnStartedAction) backend.Prompt {
 		case *wire.MessageResourceAttachment:
 			p.Attachments = append(p.Attachments, backend.Attachment{
 				Kind: backend.AttachResourceLink, URI: v.URI, Name: v.Label, MimeType: deref(v.ContentType),
+				Selection: selectionOf(v.Selection), Meta: v.Meta,
 			})
 		case *wire.MessageEmbeddedResourceAttachment:
-			text := v.Data
-			if b, err := base64.StdEncoding.DecodeString(v.Data); err == nil && utf8.Valid(b) {
-				text = string(b)
+			at := backend.Attachment{Kind: backend.AttachEmbedded, URI: embeddedURI(v), Name: v.Label, MimeType: v.ContentType,
+				Selection: selectionOf(v.Selection), Meta: v.Meta}
+			if b, err := base64.StdEncoding.DecodeString(v.Data); err == nil && utf8.Valid(b) && !isMedia(v.ContentType) {
+				at.Text = string(b)
+			} else {
+				at.Data = v.Data
+			}
+			p.Attachments = append(p.Attachments, at)
+		case *wire.SimpleMessageAttachment:
+			rep := deref(v.ModelRepresentation)
+			if rep == "" {
+				if _, command := v.Meta["command"]; command {
+					continue // a completion's slash command: the text has it
+				}
+				rep = fmt.Sprintf("[Attached: %s]", v.Label)
 			}
 			p.Attachments = append(p.Attachments, backend.Attachment{
-				Kind: backend.AttachEmbedded, URI: embeddedURI(v), Name: v.Label, MimeType: v.ContentType, Text: text,
+				Kind: backend.AttachEmbedded, AsText: true, Name: v.Label, MimeType: "text/plain", Text: rep, Meta: v.Meta,
 			})
-		case *wire.SimpleMessageAttachment:
-			if rep := deref(v.ModelRepresentation); rep != "" {
-				p.Text += "\n\n" + rep
+		case *wire.MessageAnnotationsAttachment:
+			p.Attachments = append(p.Attachments, backend.Attachment{
+				Kind: backend.AttachEmbedded, AsText: true, Name: v.Label, URI: v.Resource, MimeType: "text/plain",
+				Text: AnnotationsText(v), Meta: v.Meta,
+			})
+		case *wire.MessageChatAttachment:
+			var st *wire.ChatState
+			if chat != nil {
+				st = chat(v.Resource)
 			}
+			p.Attachments = append(p.Attachments, backend.Attachment{
+				Kind: backend.AttachEmbedded, AsText: true, Name: v.Label, URI: v.Resource, MimeType: "text/markdown",
+				Text: ChatTranscript(v, st), Meta: v.Meta,
+			})
 		default:
-			// A chat or annotations reference, or a kind this bridge does
-			// not know: the agent cannot follow the reference, so pass its
-			// JSON on rather than drop what the user attached.
+			// A kind this bridge does not know: pass its JSON on rather
+			// than drop what the user attached.
 			raw, err := json.Marshal(att)
 			if err != nil {
 				continue
 			}
 			var head struct {
-				Label string `json:"label"`
+				Label string         `json:"label"`
+				Meta  map[string]any `json:"_meta"`
 			}
 			_ = json.Unmarshal(raw, &head)
 			p.Attachments = append(p.Attachments, backend.Attachment{
 				Kind: backend.AttachEmbedded, URI: "attachment:" + pathSeg(orDefault(head.Label, "unknown")),
-				Name: head.Label, MimeType: "application/json", Text: string(raw),
+				Name: head.Label, MimeType: "application/json", Text: string(raw), Meta: head.Meta,
 			})
 		}
 	}
 	return p
+}
+
+// isMedia reports whether a content type is an image or audio (SVG, an
+// image written as text, excepted): such data stays bytes, so that an
+// agent that takes images gets an image block.
+func isMedia(contentType string) bool {
+	ct := strings.ToLower(contentType)
+	return (strings.HasPrefix(ct, "image/") && !strings.HasPrefix(ct, "image/svg")) || strings.HasPrefix(ct, "audio/")
+}
+
+func selectionOf(s *wire.TextSelection) *backend.Range {
+	if s == nil {
+		return nil
+	}
+	r := s.Range
+	return &backend.Range{StartLine: int(r.Start.Line), StartChar: int(r.Start.Character), EndLine: int(r.End.Line), EndChar: int(r.End.Character)}
+}
+
+// AnnotationsText is an annotations attachment as the agent reads it: the
+// bridge holds no annotations, so it names the channel and ids.
+func AnnotationsText(v *wire.MessageAnnotationsAttachment) string {
+	which := "all annotations"
+	if len(v.AnnotationIDs) > 0 {
+		which = "annotations " + strings.Join(v.AnnotationIDs, ", ")
+	}
+	return fmt.Sprintf("[Attached %s «%s» of %s]", which, v.Label, v.Resource)
+}
+
+// ChatTranscript is a chat attachment as the agent reads it: the
+// referenced chat's retained turns, from the first through the pinned one
+// (its endTurn, else the latest completed turn), each as the user's
+// message and the agent's answer (markdown, and a line per tool call). st
+// is the chat's state, nil when the chat is unknown. Chat attachments
+// inside the transcript are named, not expanded.
+func ChatTranscript(v *wire.MessageChatAttachment, st *wire.ChatState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Transcript of the chat «%s» (%s)", v.Label, v.Resource)
+	if st == nil {
+		b.WriteString(": this chat is not available on this server.")
+		return b.String()
+	}
+	end := deref(v.EndTurn)
+	if end == "" && len(st.Turns) > 0 {
+		end = st.Turns[len(st.Turns)-1].ID
+	}
+	if end != "" {
+		fmt.Fprintf(&b, " through turn %s", end)
+	}
+	b.WriteString(":\n")
+	for _, turn := range st.Turns {
+		fmt.Fprintf(&b, "\nUser: %s\n", turn.Message.Text)
+		for _, at := range turn.Message.Attachments {
+			if raw, err := json.Marshal(at); err == nil {
+				var head struct {
+					Type  string `json:"type"`
+					Label string `json:"label"`
+				}
+				_ = json.Unmarshal(raw, &head)
+				fmt.Fprintf(&b, "(attached %s «%s»)\n", head.Type, head.Label)
+			}
+		}
+		var answer []string
+		for _, part := range turn.ResponseParts {
+			switch x := part.Value.(type) {
+			case *wire.MarkdownResponsePart:
+				answer = append(answer, x.Content)
+			case *wire.ToolCallResponsePart:
+				if raw, err := json.Marshal(x.ToolCall); err == nil {
+					var head struct {
+						DisplayName string `json:"displayName"`
+						Status      string `json:"status"`
+					}
+					_ = json.Unmarshal(raw, &head)
+					answer = append(answer, fmt.Sprintf("[tool call: %s, %s]", head.DisplayName, head.Status))
+				}
+			}
+		}
+		fmt.Fprintf(&b, "Agent: %s\n", strings.Join(answer, "\n"))
+		if turn.ID == end {
+			break
+		}
+	}
+	return b.String()
 }
 
 // OriginNote is the line that introduces a turn's message to the agent

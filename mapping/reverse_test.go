@@ -186,10 +186,23 @@ func TestPromptFromTurn(t *testing.T) {
 			require.NoError(t, json.Unmarshal(data, &a))
 			started, ok := a.Value.(*wire.ChatTurnStartedAction)
 			require.True(t, ok, "decoded %T", a.Value)
-			checkGolden(t, file[:len(file)-len(".in.json")]+".golden.json", PromptFromTurn(started))
+			checkGolden(t, file[:len(file)-len(".in.json")]+".golden.json", PromptFromTurnWith(started, promptChats))
 		})
 	}
 	require.Equal(t, backend.Prompt{}, PromptFromTurn(nil))
+}
+
+// promptChats knows one chat, ahp-chat:/c0, with two turns: a chat
+// attachment pinned to the first gets only that one.
+func promptChats(uri string) *wire.ChatState {
+	if uri != "ahp-chat:/c0" {
+		return nil
+	}
+	turn := func(id, q, a string) wire.Turn {
+		return wire.Turn{ID: id, Message: wire.Message{Text: q, Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}},
+			ResponseParts: []wire.ResponsePart{wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p-" + id, Content: a})}}
+	}
+	return &wire.ChatState{Turns: []wire.Turn{turn("t1", "What is 2+2?", "4."), turn("t2", "And 3+3?", "6.")}}
 }
 
 func TestSessionConfig(t *testing.T) {

@@ -21,6 +21,10 @@ const (
 	// ErrorTypeDisconnected is a turn cut short because the agent process
 	// or connection went away.
 	ErrorTypeDisconnected = "disconnected"
+	// ErrorTypeAttachmentRefused is a turn whose message the agent was not
+	// sent because it cannot take one of its attachments (or a file is
+	// outside the session's working directories): the message says which.
+	ErrorTypeAttachmentRefused = "attachmentRefused"
 )
 
 // Session _meta keys owned by this package.
@@ -478,6 +482,10 @@ func (t *Turn) PendingQuestions() []PendingQuestion {
 // chat/turnComplete, chat/turnCancelled or chat/error, with the turn's
 // duration. A second End returns nil.
 func (t *Turn) End(result backend.TurnResult, err error) []wire.StateAction {
+	var refused *backend.AttachmentError
+	if errors.As(err, &refused) {
+		return t.end(result, err, ErrorTypeAttachmentRefused)
+	}
 	return t.end(result, err, ErrorTypeRuntime)
 }
 
