@@ -242,6 +242,7 @@ func summaryOf(g *sessionGroup) wire.SessionSummary {
 	s.Project = st.Project
 	s.WorkingDirectories = st.WorkingDirectories
 	s.Annotations = st.Annotations
+	s.Changes = g.changes
 	def := ""
 	if d := g.defaultChat(); d != nil {
 		def = d.uri

@@ -15,6 +15,7 @@ const (
 	chanSession
 	chanChat
 	chanTerminal
+	chanChangeset // changeset.go
 )
 
 func (k chanKind) String() string {
@@ -27,6 +28,8 @@ func (k chanKind) String() string {
 		return "chat"
 	case chanTerminal:
 		return "terminal"
+	case chanChangeset:
+		return "changeset"
 	}
 	return "unknown"
 }
@@ -42,6 +45,8 @@ func (k chanKind) actionPrefix() string {
 		return "chat/"
 	case chanTerminal:
 		return "terminal/"
+	case chanChangeset:
+		return "changeset/"
 	}
 	return "\x00"
 }
@@ -67,6 +72,7 @@ type channel struct {
 	session  *wire.SessionState
 	chat     *chatData
 	terminal *wire.TerminalState
+	changes  *wire.ChangesetState // changeset.go
 	removed  bool
 
 	// Guarded by Host.mu.
@@ -89,6 +95,9 @@ type sessionGroup struct {
 	// progress reports createSession's progress to the connection that
 	// asked for it, until the session is ready or has failed.
 	progress *progressWatch
+	// changes is the session's SessionSummary.changes as its handler
+	// last set it (SetSessionChanges, changeset.go).
+	changes *wire.ChangesSummary
 }
 
 // chatData is a chat channel's state and the host's bookkeeping about it.
@@ -131,6 +140,8 @@ func (ch *channel) state() any {
 		return ch.chat.st
 	case chanTerminal:
 		return ch.terminal
+	case chanChangeset:
+		return ch.changes
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,22 +129,6 @@ func (h *Host) closeTakenOver(old []*conn, clientID string) {
 			"client %s connected again on another connection, which takes over its id; this connection is closed", clientID)),
 			"its clientId was taken over by a newer connection")
 	}
-}
-
-// authenticate answers the authenticate command. This host advertises no
-// protected resources (no AgentInfo.protectedResources, no MCP server or
-// tool call waiting for authentication), so no resource can be
-// authenticated for: the spec's answer to an unrecognized resource is an
-// error, InvalidParams here (AuthRequired would tell the client to fetch a
-// token, which cannot help).
-func (h *Host) authenticate(_ context.Context, r *request, _ string) {
-	var p wire.AuthenticateParams
-	if err := decodeParams("authenticate", r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	h.reply(r, nil, Errorf(CodeInvalidParams,
-		"invalid params for authenticate: this server advertises no protected resources, so it takes no token for %q", p.Resource))
 }
 
 // codecLocked returns the codec of version v, one value shared by every

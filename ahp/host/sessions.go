@@ -69,6 +69,10 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, perr)
 		return
 	}
+	if aerr := h.authGate(provider); aerr != nil { // auth.go
+		h.reply(r, nil, aerr)
+		return
+	}
 	clientID := r.c.clientIDLocked()
 	if p.ActiveClient != nil && p.ActiveClient.ClientID != clientID {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "activeClient.clientId must be this connection's clientId %q", clientID))
