@@ -106,16 +106,10 @@ func (p *Provider) authInfoLocked() *backend.AuthInfo {
 	return &ai
 }
 
-// ErrSignInElsewhere is Authenticate's error when the agent cannot sign in
-// with a method itself: a person must do it on the agent's machine (the
-// method's description says how). The caller may take the request as the
-// user's word that it is done, and try a session again.
-var ErrSignInElsewhere = errors.New("the agent cannot sign in with this method itself; it is done on the agent's machine")
-
 // Authenticate implements backend.Authenticator: ACP authenticate with one
 // of the agent's methods. A method that needs a person at the agent's
 // machine, and that the agent does not carry out when asked, gives an
-// error wrapping ErrSignInElsewhere with the agent's words.
+// error wrapping backend.ErrSignInElsewhere with the agent's words.
 func (p *Provider) Authenticate(ctx context.Context, methodID string) error {
 	a, err := p.ensure(ctx)
 	if err != nil {
@@ -133,7 +127,7 @@ func (p *Provider) Authenticate(ctx context.Context, methodID string) error {
 	}
 	if _, err := a.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: methodID}); err != nil {
 		if m.OnAgentMachine {
-			return fmt.Errorf("%w: %w", ErrSignInElsewhere, a.describeErr("authenticate", err))
+			return fmt.Errorf("%w: %w", backend.ErrSignInElsewhere, a.describeErr("authenticate", err))
 		}
 		return a.describeErr("authenticate", err)
 	}

@@ -222,6 +222,13 @@ func (e *AuthRequiredError) Is(target error) bool { return target == ErrAuthRequ
 // Unwrap returns what the agent said.
 func (e *AuthRequiredError) Unwrap() error { return e.Err }
 
+// ErrSignInElsewhere is what Authenticator.Authenticate's error is
+// (errors.Is) when the agent cannot sign in with a method itself: a person
+// must do it on the agent's machine (the method's description says how).
+// The caller may take the request as the user's word that it is done, and
+// try a session again.
+var ErrSignInElsewhere = errors.New("the agent cannot sign in with this method itself; it is done on the agent's machine")
+
 // Authenticator is a Provider whose agent users can sign in to.
 type Authenticator interface {
 	// Authenticate signs in with one of the agent's methods (by id). It

@@ -80,6 +80,14 @@ type Bridge struct {
 	models   map[string][]backend.ModelInfo
 	options  map[string][]backend.ConfigOption // the settings each provider's agent last reported
 	closed   bool
+
+	// mcpEnablement is what users chose for each provider's configured MCP
+	// servers, by customization id, for the provider's next sessions (mcp.go).
+	mcpEnablement map[string]map[string][]wire.CustomizationEnablement
+	// authSeen is each provider's sign-in state as last published, and
+	// awaiting the default chats waiting for a sign-in (auth.go).
+	authSeen map[string]string
+	awaiting map[string][]awaitingChat
 }
 
 // New returns a Bridge over the given providers. Attach a Host before Start.
@@ -101,6 +109,10 @@ func New(providers []backend.Provider, opts Options) *Bridge {
 		chats:     map[string]*chat{},
 		models:    map[string][]backend.ModelInfo{},
 		options:   map[string][]backend.ConfigOption{},
+
+		mcpEnablement: map[string]map[string][]wire.CustomizationEnablement{},
+		authSeen:      map[string]string{},
+		awaiting:      map[string][]awaitingChat{},
 	}
 	for _, p := range providers {
 		id := p.Info().ID
@@ -139,7 +151,10 @@ func (b *Bridge) publishAgents() error {
 			// have several; none starts from another chat's history (ACP
 			// has no way to seed a session with a transcript).
 			Capabilities: &wire.AgentCapabilities{MultipleChats: &wire.MultipleChatsCapability{}},
+			// Its sign-in methods (auth.go).
+			ProtectedResources: protectedResources(id, info.Auth),
 		}
+		b.authSeen[id] = authKey(info.Auth)
 		for _, m := range models {
 			ai.Models = append(ai.Models, wire.SessionModelInfo{ID: m.ID, Provider: id, Name: firstNonEmpty(m.Name, m.ID)})
 		}
@@ -256,11 +271,14 @@ func (b *Bridge) CreateSession(ctx context.Context, uri, defaultChat string, par
 	b.host.ReadChat(defaultChat, func(st *wire.ChatState) { model = mapping.TurnModel(wire.Message{}, st.Draft) })
 
 	s := newSession(b, uri, providerID, p, params.WorkingDirectories)
+	s.mcp = b.buildMcp(providerID, p.Info(), params.ActiveClient) // mcp.go
 	c := newChat(s, defaultChat, cwd, true)
 	c.model = model
 	if !b.add(s, c) {
 		return
 	}
+	s.publishMcp()        // mcp.go
+	s.startChanges(c.cwd) // changes.go
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -330,6 +348,9 @@ func (b *Bridge) DisposeSession(ctx context.Context, uri string) {
 	for _, c := range chats {
 		c.dispose(ctx)
 	}
+	if s != nil {
+		s.stopChanges() // changes.go
+	}
 	b.closeIdleRetired(ctx)
 }
 
@@ -356,6 +377,12 @@ func (b *Bridge) ClientAction(ctx context.Context, channel string, action wire.S
 			for _, st := range settingsOf(a.Config) {
 				c.setConfig(st.key, st.value)
 			}
+		}
+		return
+	}
+	if a, ok := action.Value.(*wire.SessionCustomizationToggledAction); ok {
+		if s := b.session(channel); s != nil {
+			s.mcpToggled(a) // mcp.go
 		}
 		return
 	}
@@ -400,7 +427,20 @@ func (b *Bridge) ResourceRead(ctx context.Context, params wire.ResourceReadParam
 	for _, c := range b.chats {
 		chats = append(chats, c)
 	}
+	sessions := make([]*session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		sessions = append(sessions, s)
+	}
 	b.mu.Unlock()
+	for _, s := range sessions {
+		if r, ok := s.changesResource(params.URI); ok { // changes.go
+			var want wire.ContentEncoding
+			if params.Encoding != nil {
+				want = *params.Encoding
+			}
+			return r.ReadResult(want), nil
+		}
+	}
 	for _, c := range chats {
 		if r, ok := c.resource(params.URI); ok {
 			var want wire.ContentEncoding

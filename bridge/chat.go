@@ -103,10 +103,23 @@ func newChat(s *session, uri, cwd string, isDefault bool) *chat {
 // chat's turns) for another.
 func (c *chat) open(ctx context.Context, settings []setting) {
 	be, err := c.sess.provider.OpenSession(ctx, backend.SessionOptions{
-		SessionID: c.uri,
-		Cwd:       c.cwd,
-		Model:     c.model,
+		SessionID:  c.uri,
+		Cwd:        c.cwd,
+		Model:      c.model,
+		Roots:      c.sess.roots(c.cwd),  // mcp.go
+		McpServers: c.sess.mcp.servers(), // mcp.go
 	}, backend.SinkFunc(c.Event))
+	var authErr *backend.AuthRequiredError
+	if errors.As(err, &authErr) && c.isDefault && ctx.Err() == nil {
+		c.mu.Lock()
+		disposed := c.disposed
+		c.mu.Unlock()
+		if !disposed {
+			c.awaitAuth(settings, authErr) // auth.go: opened again once signed in
+			return
+		}
+	}
+	c.b.authChanged(c.sess.providerID)
 	if err == nil && c.isDefault {
 		c.b.host.Progress(c.sess.uri, fmt.Sprintf("the %s agent is running", c.sess.providerID))
 	}
@@ -204,6 +217,10 @@ func (c *chat) Event(ev backend.Event) {
 		c.applyMetaLocked(ev)
 	case backend.Disconnected:
 		c.log.Warn().Err(e.Err).Msg("agent disconnected")
+	case backend.McpServerStatus:
+		c.dispatchTo(c.sess.uri, mcpStateAction(e)) // mcp.go
+	case backend.FileEdited:
+		c.sess.observeChanges(c.uri, e) // changes.go
 	case backend.PermissionRequest:
 		after = append(after, c.permissionLocked(e)...)
 	case backend.Question:
@@ -215,6 +232,7 @@ func (c *chat) Event(ev backend.Event) {
 		c.dispatchActs(acts)
 	default:
 		c.applyLocked(ev)
+		c.sess.observeChanges(c.uri, ev) // changes.go: a tool call's diffs
 	}
 	c.mu.Unlock()
 	for _, f := range after {
@@ -320,7 +338,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		started = c.b.opts.Clock()
 	}
 	t := mapping.NewTurn(a.TurnID, started, c.b.opts.NewID, c.b.opts.Clock)
-	prompt := mapping.PromptFromTurn(a)
+	prompt := mapping.PromptFromTurnWith(a, c.b.chatState) // mcp.go
 	want := mapping.TurnModel(a.Message, nil)
 	c.b.host.ReadChat(c.uri, func(st *wire.ChatState) { want = mapping.TurnModel(a.Message, st.Draft) })
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
 // session is one AHP session: the provider, working directories and
@@ -30,6 +31,11 @@ type session struct {
 	// session/metaChanged replaces the whole object, so each change starts
 	// from it (the plan of any chat, custom agent updates).
 	meta map[string]any
+
+	mcp *sessionMcp // its MCP servers (mcp.go); set before its first chat opens
+
+	changesMu sync.Mutex       // guards changes; taken after a chat's mu
+	changes   *mapping.Changes // the session's changeset (changes.go); nil without one
 }
 
 func newSession(b *Bridge, uri, providerID string, p backend.Provider, dirs []string) *session {
