@@ -93,6 +93,14 @@ type Options struct {
 	// NewID returns a fresh identifier for server-started turns (default:
 	// random UUIDv4).
 	NewID func() string
+	// ReadOnlyFiles refuses every change to the workspace's files through
+	// the resource commands (resourceWrite, resourceMkdir, …) with
+	// PermissionDenied; reading, listing and watching still work.
+	ReadOnlyFiles bool
+	// MaxWatchDirectories bounds the directories one resource watch may
+	// watch (default DefaultMaxWatchDirectories); a larger tree is refused
+	// with an error that says so, rather than watched in part.
+	MaxWatchDirectories int
 }
 
 // Stats are counters for monitoring and tests.
@@ -152,8 +160,9 @@ type Host struct {
 	// dir tells codecs which chat is which session's default one.
 	dir *directory
 
-	stats counters
-	ops   opsCounters // see ops.go
+	stats   counters
+	ops     opsCounters // see ops.go
+	watches watchSet    // resource watches (resourcewatch.go)
 }
 
 // New returns a Host with the given options.
@@ -181,6 +190,9 @@ func New(opts Options) *Host {
 	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID
+	}
+	if opts.MaxWatchDirectories <= 0 {
+		opts.MaxWatchDirectories = DefaultMaxWatchDirectories
 	}
 	log := opts.Logger
 	if opts.ServerName != "" {
@@ -250,6 +262,7 @@ func (h *Host) Close() {
 	for _, w := range workers {
 		w.close()
 	}
+	h.closeWatches()
 	h.wg.Wait()
 }
 
@@ -334,6 +347,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 	}
 	cancel()
 	loops.Wait()
+	c.closeStreams()
 	c.closing.Wait()
 	c.reqWG.Wait()
 	h.dropConn(c)
@@ -347,6 +361,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 
 // dropConn forgets a finished connection and its subscriptions.
 func (h *Host) dropConn(c *conn) {
+	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
 	for uri, ch := range c.subs {
