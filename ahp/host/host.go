@@ -71,7 +71,7 @@ type Options struct {
 	// MaxSessions bounds live sessions (default 1024).
 	MaxSessions int
 	// MaxPendingRequests bounds the requests of one connection that are
-	// answered asynchronously (completions, resourceRead) and still
+	// answered asynchronously (completions, the resource commands) and still
 	// running (default 64). Further ones are answered with an error at
 	// once, so a client cannot make the host start unbounded work.
 	MaxPendingRequests int
@@ -101,6 +101,9 @@ type Options struct {
 	// watch (default DefaultMaxWatchDirectories); a larger tree is refused
 	// with an error that says so, rather than watched in part.
 	MaxWatchDirectories int
+
+	// maxWatchesPerConn overrides the constant of the same name in tests.
+	maxWatchesPerConn int
 }
 
 // Stats are counters for monitoring and tests.
@@ -193,6 +196,9 @@ func New(opts Options) *Host {
 	}
 	if opts.MaxWatchDirectories <= 0 {
 		opts.MaxWatchDirectories = DefaultMaxWatchDirectories
+	}
+	if opts.maxWatchesPerConn <= 0 {
+		opts.maxWatchesPerConn = maxWatchesPerConn
 	}
 	log := opts.Logger
 	if opts.ServerName != "" {

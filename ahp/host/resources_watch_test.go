@@ -370,3 +370,30 @@ func osWatches(t *testing.T) int {
 	}
 	return n
 }
+
+// TestResourceWatchPerConnectionLimit: a connection may hold only so many
+// watches; releasing one makes room.
+func TestResourceWatchPerConnectionLimit(t *testing.T) {
+	hs := newHarness(t, Options{maxWatchesPerConn: 2})
+	c := hs.dial(t, "c")
+	c.initialize(RootURI)
+	dir := realTempDir(t)
+	sess := workSession(c, "limit", dir)
+	first := c.createWatch(map[string]any{"uri": fileURI(dir)})
+	c.createWatch(map[string]any{"uri": fileURI(dir)})
+	e := c.resErr(CodeInternalError, "createResourceWatch", map[string]any{"uri": fileURI(dir)})
+	assert.Contains(t, e.Message, "already has 2 resource watches")
+	watches, _ := hs.h.watchStats()
+	assert.Equal(t, 2, watches)
+
+	// Another connection has its own allowance.
+	other := hs.dial(t, "other")
+	other.initialize(RootURI)
+	other.subscribe(sess)
+	other.createWatch(map[string]any{"uri": fileURI(dir)})
+
+	c.subscribe(first)
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "unsubscribe", "params": map[string]any{"channel": first}})
+	c.ping()
+	c.createWatch(map[string]any{"uri": fileURI(dir)})
+}

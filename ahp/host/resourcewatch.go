@@ -102,7 +102,7 @@ func (h *Host) createResourceWatch(ctx context.Context, r *request, _ string) {
 		if err != nil {
 			return nil, fileError(r.method, err)
 		}
-		if n := h.watches.countCreatedBy(c); n >= maxWatchesPerConn {
+		if n := h.watches.countCreatedBy(c); n >= h.opts.maxWatchesPerConn {
 			return nil, Errorf(CodeInternalError, "%s %s: this connection already has %d resource watches; unsubscribe from some first", r.method, p.URI, n)
 		}
 		rw := &resourceWatch{base: filepath.Clean(name), excludes: excludes, includes: includes, creator: c, done: make(chan struct{})}

@@ -23,7 +23,9 @@ const DefaultMaxWatchDirectories = 10000
 
 // maxWatchesPerConn bounds the resource watches one connection may have
 // created and not yet released, so that a client cannot use up the
-// system's watches by creating watches it never subscribes to.
+// system's watches by creating watches it never subscribes to. Each
+// watch costs an inotify instance on Linux, of which a user has 128 by
+// default (fs.inotify.max_user_instances).
 const maxWatchesPerConn = 64
 
 // isFileURI reports whether uri is a file: URI, which resourceRead serves

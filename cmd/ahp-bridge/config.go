@@ -38,7 +38,7 @@ type Config struct {
 	// MaxSubscriptions bounds the subscriptions of one connection.
 	MaxSubscriptions int `json:"maxSubscriptions,omitempty"`
 	// MaxPendingRequests bounds the unanswered asynchronous requests
-	// (completions, resourceRead) of one connection.
+	// (completions, the resource* commands) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
 	// ReadOnlyFiles refuses every change to the workspace's files, by
 	// clients (resourceWrite, resourceMkdir, …) and by agents
@@ -186,7 +186,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame in bytes (default 4 MiB)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
-	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions/resourceRead requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
 	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
 	return fs
 }
