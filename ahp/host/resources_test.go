@@ -216,7 +216,7 @@ func TestResourceCommands(t *testing.T) {
 
 // TestResourceReadOverStdioAndOlderDialects reads a file over stdio (the
 // other streaming transport) and from clients of older dialects, whose
-// codecs pass the resource commands through.
+// codecs pass the resource commands and watches through.
 func TestResourceReadOverStdioAndOlderDialects(t *testing.T) {
 	hs := newHarness(t, Options{})
 	dir := realTempDir(t)
@@ -241,6 +241,13 @@ func TestResourceReadOverStdioAndOlderDialects(t *testing.T) {
 			var lr wire.ResourceListResult
 			c.mustRes("resourceList", map[string]any{"uri": fileURI(dir)}, &lr)
 			assert.Equal(t, []wire.DirectoryEntry{{Name: "f.txt", Type: "file"}}, lr.Entries)
+			w := c.createWatch(map[string]any{"uri": fileURI(dir)})
+			snap := c.subscribe(w)
+			assert.JSONEq(t, `{"root":"`+fileURI(dir)+`","recursive":false}`, string(snap.State))
+			createEmpty(t, filepath.Join(dir, "seen-by-"+v))
+			c.changesUntil(w, added(filepath.Join(dir, "seen-by-"+v)))
+			require.NoError(t, os.Remove(filepath.Join(dir, "seen-by-"+v)))
+			c.changesUntil(w, func(ch wire.ResourceChange) bool { return ch.Type == wire.ResourceChangeTypeDeleted })
 		})
 	}
 }
