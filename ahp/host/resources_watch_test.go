@@ -342,9 +342,13 @@ func TestResourceWatchLifecycle(t *testing.T) {
 	watches, _ = hs.h.watchStats()
 	assert.Equal(t, 0, watches)
 
-	// A disposed session takes its watches' subscribers with it.
+	// A disposed session takes its watches' subscribers with it, and the
+	// watches created under it that nobody subscribed to.
 	w = owner.createWatch(map[string]any{"uri": fileURI(dir)})
 	owner.subscribe(w)
+	owner.createWatch(map[string]any{"uri": fileURI(dir)})
+	watches, _ = hs.h.watchStats()
+	require.Equal(t, 2, watches)
 	owner.mustCall("disposeSession", map[string]any{"channel": sess}, nil)
 	watches, _ = hs.h.watchStats()
 	assert.Equal(t, 0, watches)

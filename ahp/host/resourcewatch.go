@@ -249,8 +249,14 @@ func (h *Host) canSee(c *conn, rw *resourceWatch) bool {
 
 // enforceWatches ends c's subscriptions to the resource watches it may
 // no longer see (the session that let it has gone, or it unsubscribed
-// from it), releasing those nobody else watches.
+// from it), releasing those nobody else watches, and releases the
+// watches c created, never subscribed to and may no longer see.
 func (h *Host) enforceWatches(c *conn) {
+	for _, rw := range h.watches.createdBy(c) {
+		if !h.canSee(c, rw) {
+			h.releaseIfIdle(rw.ch.uri, true)
+		}
+	}
 	h.mu.Lock()
 	var mine []string
 	for uri, ch := range c.subs {
@@ -411,6 +417,19 @@ func (s *watchSet) wasSubscribed(rw *resourceWatch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return rw.subscribed
+}
+
+// createdBy returns the watches c created.
+func (s *watchSet) createdBy(c *conn) []*resourceWatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*resourceWatch
+	for _, rw := range s.byURI {
+		if rw.creator == c {
+			out = append(out, rw)
+		}
+	}
+	return out
 }
 
 func (s *watchSet) countCreatedBy(c *conn) int {
