@@ -15,6 +15,7 @@ const (
 	chanSession
 	chanChat
 	chanTerminal
+	chanResourceWatch
 )
 
 func (k chanKind) String() string {
@@ -27,6 +28,8 @@ func (k chanKind) String() string {
 		return "chat"
 	case chanTerminal:
 		return "terminal"
+	case chanResourceWatch:
+		return "resource watch"
 	}
 	return "unknown"
 }
@@ -42,6 +45,8 @@ func (k chanKind) actionPrefix() string {
 		return "chat/"
 	case chanTerminal:
 		return "terminal/"
+	case chanResourceWatch:
+		return "resourceWatch/"
 	}
 	return "\x00"
 }
@@ -67,6 +72,7 @@ type channel struct {
 	session  *wire.SessionState
 	chat     *chatData
 	terminal *wire.TerminalState
+	watch    *wire.ResourceWatchState
 	removed  bool
 
 	// Guarded by Host.mu.
@@ -131,6 +137,8 @@ func (ch *channel) state() any {
 		return ch.chat.st
 	case chanTerminal:
 		return ch.terminal
+	case chanResourceWatch:
+		return ch.watch
 	}
 	return nil
 }
