@@ -100,6 +100,8 @@ func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
 		ch.chat.stream.Chat(ch.chat.st, a, clock)
 	case chanTerminal:
 		reducer.Terminal(ch.terminal, a, clock)
+	case chanResourceWatch:
+		reducer.ResourceWatch(ch.watch, a, clock)
 	case chanChangeset:
 		reducer.Changeset(ch.changes, a, clock)
 	default:

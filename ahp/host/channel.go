@@ -15,6 +15,7 @@ const (
 	chanSession
 	chanChat
 	chanTerminal
+	chanResourceWatch
 	chanChangeset // changeset.go
 )
 
@@ -28,6 +29,8 @@ func (k chanKind) String() string {
 		return "chat"
 	case chanTerminal:
 		return "terminal"
+	case chanResourceWatch:
+		return "resource watch"
 	case chanChangeset:
 		return "changeset"
 	}
@@ -45,6 +48,8 @@ func (k chanKind) actionPrefix() string {
 		return "chat/"
 	case chanTerminal:
 		return "terminal/"
+	case chanResourceWatch:
+		return "resourceWatch/"
 	case chanChangeset:
 		return "changeset/"
 	}
@@ -72,6 +77,7 @@ type channel struct {
 	session  *wire.SessionState
 	chat     *chatData
 	terminal *wire.TerminalState
+	watch    *wire.ResourceWatchState
 	changes  *wire.ChangesetState // changeset.go
 	removed  bool
 
@@ -140,6 +146,8 @@ func (ch *channel) state() any {
 		return ch.chat.st
 	case chanTerminal:
 		return ch.terminal
+	case chanResourceWatch:
+		return ch.watch
 	case chanChangeset:
 		return ch.changes
 	}

@@ -235,6 +235,9 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		h.ops.replays.Add(1)
 		h.queue(c, h.resultFrame(r, res))
 		h.mu.Unlock()
+		// Resubscribed without the checks subscribe makes: the watches
+		// this connection may not see are cut off now.
+		h.enforceWatches(c)
 		h.releaseUnsubscribed(c.clientIDLocked(), p.Subscriptions)
 		return
 	}

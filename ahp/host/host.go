@@ -71,7 +71,7 @@ type Options struct {
 	// MaxSessions bounds live sessions (default 1024).
 	MaxSessions int
 	// MaxPendingRequests bounds the requests of one connection that are
-	// answered asynchronously (completions, resourceRead) and still
+	// answered asynchronously (completions, the resource commands) and still
 	// running (default 64). Further ones are answered with an error at
 	// once, so a client cannot make the host start unbounded work.
 	MaxPendingRequests int
@@ -93,6 +93,17 @@ type Options struct {
 	// NewID returns a fresh identifier for server-started turns (default:
 	// random UUIDv4).
 	NewID func() string
+	// ReadOnlyFiles refuses every change to the workspace's files through
+	// the resource commands (resourceWrite, resourceMkdir, …) with
+	// PermissionDenied; reading, listing and watching still work.
+	ReadOnlyFiles bool
+	// MaxWatchDirectories bounds the directories one resource watch may
+	// watch (default DefaultMaxWatchDirectories); a larger tree is refused
+	// with an error that says so, rather than watched in part.
+	MaxWatchDirectories int
+
+	// maxWatchesPerConn overrides the constant of the same name in tests.
+	maxWatchesPerConn int
 }
 
 // Stats are counters for monitoring and tests.
@@ -152,8 +163,9 @@ type Host struct {
 	// dir tells codecs which chat is which session's default one.
 	dir *directory
 
-	stats counters
-	ops   opsCounters // see ops.go
+	stats   counters
+	ops     opsCounters // see ops.go
+	watches watchSet    // resource watches (resourcewatch.go)
 }
 
 // New returns a Host with the given options.
@@ -181,6 +193,12 @@ func New(opts Options) *Host {
 	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID
+	}
+	if opts.MaxWatchDirectories <= 0 {
+		opts.MaxWatchDirectories = DefaultMaxWatchDirectories
+	}
+	if opts.maxWatchesPerConn <= 0 {
+		opts.maxWatchesPerConn = maxWatchesPerConn
 	}
 	log := opts.Logger
 	if opts.ServerName != "" {
@@ -250,6 +268,7 @@ func (h *Host) Close() {
 	for _, w := range workers {
 		w.close()
 	}
+	h.closeWatches()
 	h.wg.Wait()
 }
 
@@ -334,6 +353,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 	}
 	cancel()
 	loops.Wait()
+	c.closeStreams()
 	c.closing.Wait()
 	c.reqWG.Wait()
 	h.dropConn(c)
@@ -347,6 +367,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 
 // dropConn forgets a finished connection and its subscriptions.
 func (h *Host) dropConn(c *conn) {
+	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
 	for uri, ch := range c.subs {

@@ -349,9 +349,7 @@ func TestUnsupportedCommands(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	methods := []string{
-		"createTerminal", "disposeTerminal", "createResourceWatch", "invokeChangesetOperation",
-		"resourceWrite", "resourceList", "resourceResolve", "resourceMkdir", "resourceDelete",
-		"resourceMove", "resourceCopy", "resourceRequest",
+		"createTerminal", "disposeTerminal", "invokeChangesetOperation", "resourceRequest",
 	}
 	check := func(stage string) {
 		t.Helper()

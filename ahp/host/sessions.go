@@ -155,6 +155,7 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	h.dir.add(uri, chatURI)
 	h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: g.summary})
 	h.mu.Unlock()
+	h.filesCreated(r.c, uri)
 	h.reply(r, nil, nil)
 	h.updateActiveSessions()
 	g.mu.Lock()
@@ -226,6 +227,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
 	h.mu.Unlock()
 	h.updateActiveSessions()
+	h.filesDisposed(uri)
 	if h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}

@@ -38,8 +38,12 @@ type Config struct {
 	// MaxSubscriptions bounds the subscriptions of one connection.
 	MaxSubscriptions int `json:"maxSubscriptions,omitempty"`
 	// MaxPendingRequests bounds the unanswered asynchronous requests
-	// (completions, resourceRead) of one connection.
+	// (completions, the resource* commands) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
+	// ReadOnlyFiles refuses every change to the workspace's files, by
+	// clients (resourceWrite, resourceMkdir, …) and by agents
+	// (fs/write_text_file).
+	ReadOnlyFiles bool `json:"readOnlyFiles,omitempty"`
 
 	// src says where each setting came from, so that a problem is named
 	// the way the user wrote it: a flag, or a key of the file.
@@ -93,7 +97,7 @@ var flagOfKey = map[string]string{
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
-	"maxPendingRequests": "max-pending-requests",
+	"maxPendingRequests": "max-pending-requests", "readOnlyFiles": "read-only-files",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -126,7 +130,7 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
-                        [--max-pending-requests N]
+                        [--max-pending-requests N] [--read-only-files]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -156,7 +160,7 @@ type serveFlags struct {
 	opsListen                 string
 	approve, logLevel, logFmt string
 	wireLog                   string
-	stdio, noToken            bool
+	stdio, noToken, readOnly  bool
 	replay, maxSessions       int
 	maxSubs, maxPending       int
 	maxFrame                  int64
@@ -182,7 +186,8 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame in bytes (default 4 MiB)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
-	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions/resourceRead requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
 	return fs
 }
 
@@ -240,6 +245,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("max-sessions", func() { cfg.MaxSessions = f.maxSessions })
 	override("max-subscriptions", func() { cfg.MaxSubscriptions = f.maxSubs })
 	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
+	override("read-only-files", func() { cfg.ReadOnlyFiles = f.readOnly })
 	if set["acp"] {
 		cfg.Agents = nil
 		for _, a := range f.acps {
