@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,20 +302,22 @@ func TestUnknownClientMethod(t *testing.T) {
 
 func TestPromptErrorAndAttachments(t *testing.T) {
 	p := scriptProvider(t, nil)
-	s, rec, _ := openSession(t, p)
+	s, rec, dir := openSession(t, p)
 	r := prompt(t, s, "error")
 	require.Error(t, r.err)
 	assert.Contains(t, r.err.Error(), "scripted failure")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n"), 0o644))
+	aURI := (&url.URL{Scheme: "file", Path: filepath.Join(dir, "a.go")}).String()
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	res, err := s.Prompt(ctx, backend.Prompt{Text: "echo files", Attachments: []backend.Attachment{
-		{Kind: backend.AttachResourceLink, URI: "file:///w/a.go", Name: "a.go"},
+		{Kind: backend.AttachResourceLink, URI: aURI, Name: "a.go"},
 		{Kind: backend.AttachEmbedded, URI: "file:///w/b.txt", Text: "inline text", MimeType: "text/plain"},
 	}})
 	require.NoError(t, err)
 	assert.Equal(t, backend.StopEndTurn, res.StopReason)
-	assert.Equal(t, "text:echo files|link:a.go=file:///w/a.go|resource:file:///w/b.txt=inline text", rec.text())
+	assert.Equal(t, "text:echo files|link:a.go="+aURI+"|resource:file:///w/b.txt=inline text", rec.text())
 }
 
 func TestTitleAndUsageUpdates(t *testing.T) {

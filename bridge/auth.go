@@ -211,4 +211,5 @@ func (b *Bridge) retryAwaitingAuth(provider string) {
 		}()
 	}
 }
+
 var _ host.Authenticator = (*Bridge)(nil)

@@ -59,7 +59,18 @@
 //	                               or "read error: <message>"
 //	write PATH CONTENT...          fs/write_text_file; replies "wrote <path>"
 //	                               or "write error: <message>"
+//	diff PATH TEXT...              an "edit" tool call whose content is a diff
+//	                               of PATH (its text on disk before, TEXT
+//	                               after), completed after the agent wrote
+//	                               TEXT to the file itself; replies "edited <path>"
+//	multi A ;; B ;; ...            runs the scenarios A, B, ... in one turn
+//	mcp                            replies with the MCP servers session/new
+//	                               gave: "mcp:<name>=<transport>" joined by "|"
 //	echo                           replies with the prompt's blocks described
+//	                               (text:…, link:NAME=URI, resource:URI=TEXT or
+//	                               resource:URI=blob:MIME, image:MIME,
+//	                               audio:MIME), each followed by "+meta" when
+//	                               the block carries a _meta
 //	title TEXT                     session_info_update with title TEXT
 //	usage                          usage_update (used 1234, size 200000)
 //	error                          the prompt request fails with a JSON-RPC
@@ -72,9 +83,16 @@
 // before that response and available_commands_update just after, and logs
 // "scriptagent: closed session <id>" to stderr on session/close. With the environment
 // variable SCRIPTAGENT_REQUIRE_AUTH=1, session/new fails with
-// "Authentication required" and initialize lists an auth method, and with
+// "Authentication required" until the client authenticates with the auth
+// method initialize lists ("script-token"), and with
 // SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
 // streaming is visible to a person watching.
+// SCRIPTAGENT_CAPS=LIST sets the capabilities initialize announces: a comma
+// list of image, audio, embeddedContext (promptCapabilities) and http, sse
+// (mcpCapabilities), or "none"; embeddedContext alone by default. With
+// SCRIPTAGENT_LOG=FILE every message the agent receives is appended to FILE
+// as one JSON line, exactly as received, so that tests can check what
+// reached the agent. In WRITE and DIFF texts, "\n" stands for a newline.
 // The agent is deterministic: ids are counters, nothing is random.
 package scriptagent
 
@@ -115,6 +133,7 @@ type sess struct {
 	model  string
 	mode   string
 	cancel context.CancelFunc
+	mcp    []string // "name=transport" of session/new's mcpServers
 }
 
 type agent struct {
@@ -129,6 +148,10 @@ type agent struct {
 	nextSess int
 	pending  map[string]chan message
 	sessions map[string]*sess
+	authed   bool // a client authenticated (SCRIPTAGENT_REQUIRE_AUTH)
+
+	logMu sync.Mutex
+	log   *os.File // SCRIPTAGENT_LOG; nil without
 }
 
 // Main runs the agent until in reaches EOF, then returns nil once its
@@ -142,11 +165,20 @@ func Main(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer) er
 	a := &agent{ctx: ctx, out: out, errOut: errOut, pending: map[string]chan message{}, sessions: map[string]*sess{}}
 	defer a.wg.Wait()
 	defer cancel()
+	if name := os.Getenv("SCRIPTAGENT_LOG"); name != "" {
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening SCRIPTAGENT_LOG: %w", err)
+		}
+		defer f.Close()
+		a.log = f
+	}
 
 	r := bufio.NewReaderSize(in, 1<<20)
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(strings.TrimSpace(string(line))) > 0 {
+			a.logLine(line)
 			var m message
 			if jerr := json.Unmarshal(line, &m); jerr != nil {
 				fmt.Fprintf(errOut, "scriptagent: ignoring non-JSON input: %v\n", jerr)
@@ -160,6 +192,41 @@ func Main(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer) er
 			}
 			return fmt.Errorf("reading input: %w", err)
 		}
+	}
+}
+
+// logLine appends a received line to SCRIPTAGENT_LOG.
+func (a *agent) logLine(line []byte) {
+	if a.log == nil {
+		return
+	}
+	a.logMu.Lock()
+	defer a.logMu.Unlock()
+	_, _ = a.log.Write(append([]byte(strings.TrimSpace(string(line))), '\n'))
+}
+
+// capabilities is initialize's agentCapabilities, after SCRIPTAGENT_CAPS.
+func capabilities() map[string]any {
+	list := os.Getenv("SCRIPTAGENT_CAPS")
+	if list == "" {
+		list = "embeddedContext"
+	}
+	prompt := map[string]any{"image": false, "audio": false, "embeddedContext": false}
+	mcp := map[string]any{"http": false, "sse": false}
+	for _, c := range strings.Split(list, ",") {
+		c = strings.TrimSpace(c)
+		if _, ok := prompt[c]; ok {
+			prompt[c] = true
+		}
+		if _, ok := mcp[c]; ok {
+			mcp[c] = true
+		}
+	}
+	return map[string]any{
+		"loadSession":         false,
+		"promptCapabilities":  prompt,
+		"mcpCapabilities":     mcp,
+		"sessionCapabilities": map[string]any{"close": map[string]any{}},
 	}
 }
 
@@ -256,32 +323,56 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "initialize":
 		res := map[string]any{
-			"protocolVersion": 1,
-			"agentCapabilities": map[string]any{
-				"loadSession":         false,
-				"promptCapabilities":  map[string]any{"embeddedContext": true},
-				"sessionCapabilities": map[string]any{"close": map[string]any{}},
-			},
-			"agentInfo":   map[string]any{"name": "scriptagent", "version": "1.0.0"},
-			"authMethods": []any{},
+			"protocolVersion":   1,
+			"agentCapabilities": capabilities(),
+			"agentInfo":         map[string]any{"name": "scriptagent", "version": "1.0.0"},
+			"authMethods":       []any{},
 		}
 		if os.Getenv("SCRIPTAGENT_REQUIRE_AUTH") == "1" {
 			res["authMethods"] = []any{map[string]any{"id": "script-token", "name": "Script token"}}
 		}
 		return res, nil
+	case "authenticate":
+		var p struct {
+			MethodID string `json:"methodId"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if p.MethodID != "script-token" {
+			return nil, &rpcError{Code: -32602, Message: "unknown auth method " + p.MethodID}
+		}
+		a.mu.Lock()
+		a.authed = true
+		a.mu.Unlock()
+		return map[string]any{}, nil
 	case "session/new":
-		if os.Getenv("SCRIPTAGENT_REQUIRE_AUTH") == "1" {
+		a.mu.Lock()
+		authed := a.authed
+		a.mu.Unlock()
+		if os.Getenv("SCRIPTAGENT_REQUIRE_AUTH") == "1" && !authed {
 			return nil, &rpcError{Code: -32000, Message: "Authentication required"}
 		}
 		var p struct {
-			Cwd string `json:"cwd"`
+			Cwd        string `json:"cwd"`
+			McpServers []struct {
+				Name    string `json:"name"`
+				Type    string `json:"type"`
+				Command string `json:"command"`
+			} `json:"mcpServers"`
 		}
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, &rpcError{Code: -32602, Message: err.Error()}
 		}
+		var mcp []string
+		for _, m := range p.McpServers {
+			tr := m.Type
+			if tr == "" {
+				tr = "stdio"
+			}
+			mcp = append(mcp, m.Name+"="+tr)
+		}
 		a.mu.Lock()
 		a.nextSess++
-		s := &sess{id: fmt.Sprintf("sess-%d", a.nextSess), cwd: p.Cwd, model: "script-fast", mode: "default"}
+		s := &sess{id: fmt.Sprintf("sess-%d", a.nextSess), cwd: p.Cwd, model: "script-fast", mode: "default", mcp: mcp}
 		a.sessions[s.id] = s
 		a.mu.Unlock()
 		a.wg.Add(1)
@@ -428,31 +519,47 @@ func (a *agent) prompt(params json.RawMessage) (any, error) {
 	var blocks []string
 	for _, b := range p.Prompt {
 		var blk struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			URI      string `json:"uri"`
-			Name     string `json:"name"`
+			Type     string         `json:"type"`
+			Text     string         `json:"text"`
+			URI      string         `json:"uri"`
+			Name     string         `json:"name"`
+			MimeType string         `json:"mimeType"`
+			Meta     map[string]any `json:"_meta"`
 			Resource *struct {
-				URI  string `json:"uri"`
-				Text string `json:"text"`
+				URI      string `json:"uri"`
+				Text     string `json:"text"`
+				Blob     string `json:"blob"`
+				MimeType string `json:"mimeType"`
 			} `json:"resource"`
 		}
 		_ = json.Unmarshal(b, &blk)
+		var d string
 		switch blk.Type {
 		case "text":
 			if text.Len() == 0 {
 				text.WriteString(blk.Text)
 			}
-			blocks = append(blocks, "text:"+blk.Text)
+			d = "text:" + blk.Text
 		case "resource_link":
-			blocks = append(blocks, "link:"+blk.Name+"="+blk.URI)
+			d = "link:" + blk.Name + "=" + blk.URI
 		case "resource":
-			if blk.Resource != nil {
-				blocks = append(blocks, "resource:"+blk.Resource.URI+"="+blk.Resource.Text)
+			switch {
+			case blk.Resource == nil:
+				d = "resource"
+			case blk.Resource.Blob != "":
+				d = "resource:" + blk.Resource.URI + "=blob:" + blk.Resource.MimeType
+			default:
+				d = "resource:" + blk.Resource.URI + "=" + blk.Resource.Text
 			}
+		case "image", "audio":
+			d = blk.Type + ":" + blk.MimeType
 		default:
-			blocks = append(blocks, blk.Type)
+			d = blk.Type
 		}
+		if len(blk.Meta) > 0 {
+			d += "+meta"
+		}
+		blocks = append(blocks, d)
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
@@ -612,7 +719,7 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 			t.text("write error: no path")
 			return "end_turn", false, nil
 		}
-		content := strings.Join(fields[2:], " ")
+		content := unescape(strings.Join(fields[2:], " "))
 		if _, err := t.a.call("fs/write_text_file", map[string]any{"sessionId": t.s.id, "path": t.path(fields[1]), "content": content}); err != nil {
 			t.text("write error: " + err.Error())
 			return "end_turn", false, nil
@@ -621,6 +728,34 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 		return "end_turn", false, nil
 	case "echo":
 		t.text(strings.Join(blocks, "|"))
+		return "end_turn", false, nil
+	case "mcp":
+		t.a.mu.Lock()
+		list := make([]string, 0, len(t.s.mcp))
+		for _, m := range t.s.mcp {
+			list = append(list, "mcp:"+m)
+		}
+		t.a.mu.Unlock()
+		t.text(strings.Join(list, "|"))
+		return "end_turn", false, nil
+	case "diff":
+		if len(fields) < 2 {
+			t.text("diff error: no path")
+			return "end_turn", false, nil
+		}
+		return t.diff(fields[1], unescape(strings.Join(fields[2:], " ")))
+	case "multi":
+		rest := strings.TrimSpace(strings.TrimPrefix(text, fields[0]))
+		for _, step := range strings.Split(rest, ";;") {
+			step = strings.TrimSpace(step)
+			f := strings.Fields(step)
+			if len(f) == 0 {
+				continue
+			}
+			if _, _, err := t.run(strings.ToLower(f[0]), f, step, nil); err != nil {
+				return "", false, err
+			}
+		}
 		return "end_turn", false, nil
 	case "title":
 		t.update(map[string]any{"sessionUpdate": "session_info_update", "title": strings.TrimSpace(strings.TrimPrefix(text, fields[0]))})
@@ -846,5 +981,33 @@ func (t *turn) terminalKill() (string, bool, error) {
 		code = strconv.Itoa(*exit.ExitCode)
 	}
 	t.text(fmt.Sprintf("killed signal=%s exit=%s", sig, code))
+	return "end_turn", false, nil
+}
+
+// unescape turns "\\n" into newlines.
+func unescape(s string) string { return strings.ReplaceAll(s, `\n`, "\n") }
+
+// diff edits a file the way agents with their own file tools do: the agent
+// writes it itself and reports the edit as a diff in a tool call.
+func (t *turn) diff(path, content string) (string, bool, error) {
+	p := t.path(path)
+	t.a.mu.Lock()
+	t.a.nextID++
+	id := fmt.Sprintf("edit-%d", t.a.nextID)
+	t.a.mu.Unlock()
+	var old any
+	if b, err := os.ReadFile(p); err == nil {
+		old = string(b)
+	}
+	t.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": "Edit " + path, "kind": "edit",
+		"status": "in_progress", "locations": []any{map[string]any{"path": p}}})
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed"})
+		t.text("diff error: " + err.Error())
+		return "end_turn", false, nil
+	}
+	t.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
+		"content": []any{map[string]any{"type": "diff", "path": p, "oldText": old, "newText": content}}})
+	t.text("edited " + path)
 	return "end_turn", false, nil
 }
