@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
+	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
@@ -63,8 +65,35 @@ type AgentConfig struct {
 	// bridge's). Sessions do not use it: each one works in the directory
 	// its createSession names.
 	Cwd string `json:"cwd,omitempty"`
+	// McpServers are MCP servers every session of the agent gets (ACP
+	// session/new mcpServers), by name, written as in a `.mcp.json`: a
+	// "command" (stdio) or a "url" (http, or "type": "sse"). Their env and
+	// headers go to the agent only, never to clients.
+	McpServers map[string]McpServerConfig `json:"mcpServers,omitempty"`
 
 	flag string // the --acp value it came from, if any
+}
+
+// McpServerConfig is one MCP server of an agent's mcpServers.
+type McpServerConfig struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// mcpServers reads an agent's mcpServers as backends take them.
+func (a AgentConfig) mcpServers() ([]backend.McpServer, error) {
+	if len(a.McpServers) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(a.McpServers)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the MCP servers: %w", err)
+	}
+	return backend.ParseMcpServers(b)
 }
 
 // AgentChanConfig is one agent-channel WebSocket backend.
@@ -375,6 +404,9 @@ func (c *Config) validate() error {
 		}
 		if _, err := splitCommand(a.Command); err != nil {
 			return usagef("%s: the command %v", name("command"), err)
+		}
+		if _, err := a.mcpServers(); err != nil {
+			return usagef("%s: %v", name("mcpServers"), err)
 		}
 		if seen[a.ID] {
 			return usagef("%s: provider id %q is used twice", name("id"), a.ID)

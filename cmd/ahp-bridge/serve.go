@@ -227,6 +227,10 @@ func buildAgent(a AgentConfig, readOnlyFiles bool, log zerolog.Logger) (builtPro
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
+	mcp, err := a.mcpServers()
+	if err != nil {
+		return builtProvider{}, usagef("agent %s: mcpServers: %v", a.ID, err)
+	}
 	a.flag = ""
 	return builtProvider{id: a.ID, spec: a, provider: acp.NewProvider(acp.Config{
 		ID:          a.ID,
@@ -240,6 +244,7 @@ func buildAgent(a AgentConfig, readOnlyFiles bool, log zerolog.Logger) (builtPro
 		// Merge text chunks that queue up while the bridge is busy:
 		// same client state, far fewer envelopes (docs/performance.md).
 		CoalesceText: true,
+		McpServers:   mcp,
 	}, log.With().Str("provider", a.ID).Logger())}, nil
 }
 
