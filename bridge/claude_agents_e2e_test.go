@@ -44,6 +44,13 @@ var claudeAgents = []claudeAgent{
 // ag.name.
 func claudeProvider(t *testing.T, ag claudeAgent, llm *mockllm.Server) *acp.Provider {
 	t.Helper()
+	return claudeProviderWith(t, ag, llm, nil)
+}
+
+// claudeProviderWith is claudeProvider with MCP servers configured for
+// every session (an agent's mcpServers in the bridge's config).
+func claudeProviderWith(t *testing.T, ag claudeAgent, llm *mockllm.Server, mcp []backend.McpServer) *acp.Provider {
+	t.Helper()
 	script := testenv.NPMFile(t, ag.pkg, ag.script)
 	node := testenv.Command(t, "node")
 	home := t.TempDir()
@@ -61,7 +68,8 @@ func claudeProvider(t *testing.T, ag claudeAgent, llm *mockllm.Server) *acp.Prov
 		"DISABLE_ERROR_REPORTING=1",
 		"PATH=" + os.Getenv("PATH"),
 	}
-	return acp.NewProvider(acp.Config{ID: ag.name, DisplayName: ag.name, Command: []string{node, script}, Env: env, CoalesceText: true},
+	return acp.NewProvider(acp.Config{ID: ag.name, DisplayName: ag.name, Command: []string{node, script}, Env: env, CoalesceText: true,
+		McpServers: mcp},
 		testLogger(t).With().Str("component", "acp").Logger())
 }
 

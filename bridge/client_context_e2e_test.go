@@ -336,3 +336,34 @@ func readRef(t *testing.T, r *acpRig, uri string) string {
 	}
 	return res.Data
 }
+
+func TestACPMcpServersOfAClientPlugin(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "agent.log")
+	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) {
+		c.Env = []string{"SCRIPTAGENT_LOG=" + log}
+		c.McpServers = []backend.McpServer{{Name: "configured", Transport: backend.McpStdio, Command: "/bin/configured"}}
+	}})
+	plugin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(plugin, ".mcp.json"), []byte(`{"mcpServers": {
+		"tools": {"command": "${PLUGIN_ROOT}/bin/tools", "args": ["--x"], "env": {"TOKEN": "plugin-secret"}}}}`), 0o644))
+	ch := bridgetest.CreateSessionWith(t, r.c, wire.CreateSessionParams{Provider: wire.Ptr("script"),
+		WorkingDirectories: []string{fileURI(acpProjectDir(t))},
+		ActiveClient: &wire.SessionActiveClient{ClientID: r.c.ClientID(), Tools: []wire.ToolDefinition{},
+			Customizations: []wire.ClientPluginCustomization{{ID: "p1", URI: fileURI(plugin), Name: "My plugin"}}}})
+	assert.Equal(t, "mcp:configured=stdio|mcp:tools=stdio", acpTurnText(r.turn(ch, "mcp").ResponseParts))
+
+	news := agentLog(t, log, "session/new")
+	require.Len(t, news, 1)
+	assert.Contains(t, string(news[0]), `"command":"`+plugin+`/bin/tools"`, "the plugin root is expanded")
+	assert.Contains(t, string(news[0]), `plugin-secret`, "the agent gets the env")
+
+	st, err := r.c.WaitFor(r.ctx(), ch, func(s *wire.SessionState) bool { return len(s.Customizations) == 2 })
+	require.NoError(t, err)
+	raw, err := json.Marshal(st.Customizations)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), "plugin-secret")
+	p, ok := st.Customizations[1].Value.(*wire.PluginCustomization)
+	require.True(t, ok, "%s", raw)
+	require.Len(t, p.Children, 1)
+	assert.Equal(t, "tools", p.Children[0].Value.(*wire.McpServerCustomization).Name)
+}

@@ -2,7 +2,8 @@
 // its stdin and stdout, for manual tests with any ACP client. It ends when
 // its stdin closes (or on the usual signals). With SCRIPTAGENT_REPLAY set
 // to a replay file it plays that agent's recorded traffic instead
-// (scriptagent.Replay).
+// (scriptagent.Replay). With SCRIPTAGENT_MCP=NAME it is a tiny MCP server
+// named NAME instead (scriptagent.MCPServer).
 package main
 
 import (
@@ -14,6 +15,13 @@ import (
 )
 
 func main() {
+	if name := os.Getenv(scriptagent.MCPEnv); name != "" {
+		if err := scriptagent.MCPServer(name, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "scriptagent MCP server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if path := os.Getenv(scriptagent.ReplayEnv); path != "" {
 		if err := scriptagent.Replay(path, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "replay agent:", err)
