@@ -23,7 +23,8 @@ import (
 
 // TestClaudeCodeACPUsesConfiguredMcpServer: as a new user would, configure
 // a local stdio MCP server for the agent; the model is offered that
-// server's tool, calls it, and the answer reaches the client.
+// server's tool, calls it, and the answer reaches the client. Then the
+// agent's real sign-in methods (checkClaudeCodeAuthMethods).
 func TestClaudeCodeACPUsesConfiguredMcpServer(t *testing.T) {
 	t.Parallel()
 	ag := claudeAgents[0] // claude-code-acp
@@ -65,20 +66,17 @@ func TestClaudeCodeACPUsesConfiguredMcpServer(t *testing.T) {
 	assert.Equal(t, "probe", m.Name)
 	_, ready := m.State.Value.(*wire.McpServerReadyState)
 	assert.True(t, ready, "%+v", m.State.Value)
+
+	checkClaudeCodeAuthMethods(t, r)
 }
 
-// TestClaudeCodeACPAuthMethods: claude-code-acp's real sign-in method
-// ("Run `claude /login` in the terminal") becomes a protected resource
-// that says it is done on the agent's machine; authenticating with it is
-// refused with the agent's words, since the agent cannot do it when asked.
-func TestClaudeCodeACPAuthMethods(t *testing.T) {
-	t.Parallel()
-	ag := claudeAgents[0]
-	llm := mockllm.Start(scripted)
-	t.Cleanup(llm.Close)
-	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{claudeProvider(t, ag, llm)}})
-	r.session(ag.name, t.TempDir()) // starts the agent: initialize lists the methods
-
+// checkClaudeCodeAuthMethods: claude-code-acp's real sign-in method ("Run
+// `claude /login` in the terminal") became a protected resource that says
+// it is done on the agent's machine; authenticating with it is refused with
+// the agent's words, since the agent cannot do it when asked. (Part of the
+// test above: one agent start less in the slow tier.)
+func checkClaudeCodeAuthMethods(t *testing.T, r *acpRig) {
+	t.Helper()
 	root, err := r.c.WaitForRoot(r.ctx(), func(s *wire.RootState) bool {
 		return len(s.Agents) == 1 && len(s.Agents[0].ProtectedResources) > 0
 	})
