@@ -193,6 +193,25 @@ type awaitingChat struct {
 	settings []setting
 }
 
+// forgetAwaiting drops the chats of a disposed session from those waiting
+// for a sign-in.
+func (b *Bridge) forgetAwaiting(s *session) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.awaiting[s.providerID]
+	kept := w[:0]
+	for _, a := range w {
+		if a.c.sess != s {
+			kept = append(kept, a)
+		}
+	}
+	if len(kept) == 0 {
+		delete(b.awaiting, s.providerID)
+	} else {
+		b.awaiting[s.providerID] = kept
+	}
+}
+
 // retryAwaitingAuth opens the sessions that waited for a sign-in.
 func (b *Bridge) retryAwaitingAuth(provider string) {
 	b.mu.Lock()
@@ -204,6 +223,12 @@ func (b *Bridge) retryAwaitingAuth(provider string) {
 		return
 	}
 	for _, w := range waiting {
+		w.c.mu.Lock()
+		disposed := w.c.disposed
+		w.c.mu.Unlock()
+		if disposed {
+			continue
+		}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()

@@ -349,7 +349,8 @@ func (b *Bridge) DisposeSession(ctx context.Context, uri string) {
 		c.dispose(ctx)
 	}
 	if s != nil {
-		s.stopChanges() // changes.go
+		s.stopChanges()     // changes.go
+		b.forgetAwaiting(s) // auth.go
 	}
 	b.closeIdleRetired(ctx)
 }
