@@ -226,6 +226,12 @@ func (p *Provider) OpenSession(ctx context.Context, opts backend.SessionOptions,
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
+	// The agent-channel protocol has no way to give an agent MCP servers:
+	// each one the session was to get says so in its state.
+	for _, m := range opts.McpServers {
+		sink.Event(backend.McpServerStatus{ID: m.ID, Status: backend.McpError,
+			Message: "left out: the agent-channel protocol cannot give an agent MCP servers"})
+	}
 	return s, nil
 }
 
