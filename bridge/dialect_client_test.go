@@ -886,7 +886,11 @@ func (dc *dclient) stateJSON(f *dclient) (mine, theirs string) {
 	}
 	if dc.d.is030() {
 		s := *dc.s3
+		// Like modifiedAt, a 0.3.0 summary's changes reach its clients
+		// only as a sessionSummaryChanged notification, not through the
+		// session's actions.
 		s.Summary.ModifiedAt = f.s3.Summary.ModifiedAt
+		s.Summary.Changes = f.s3.Summary.Changes
 		mine, theirs = enc(&s), enc(f.s3)
 		if dc.ignoreToolMeta {
 			mine, theirs = withoutToolMeta(dc.t, mine), withoutToolMeta(dc.t, theirs)

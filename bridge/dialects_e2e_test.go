@@ -221,6 +221,27 @@ func TestDialectTurns(t *testing.T) {
 				assert.Nil(t, last.Resumable, "the bridge never offers to resume a turn")
 			}
 
+			// A file the agent writes counts in the session's changes, in
+			// every version's session summary (issue 19).
+			turn = c.startTurn(`write notes.txt one\ntwo\n`)
+			assert.Equal(t, "turnComplete", c.waitTurnEnd(turn))
+			var listed struct {
+				Items []struct {
+					Resource string                  `json:"resource"`
+					Changes  *map[string]json.Number `json:"changes"`
+				} `json:"items"`
+			}
+			require.NoError(t, json.Unmarshal(c.rc.MustCall("listSessions", map[string]any{"channel": "ahp-root://"}), &listed))
+			found := false
+			for _, it := range listed.Items {
+				if it.Resource == session {
+					found = true
+					require.NotNil(t, it.Changes, "%s: the summary has changes", d)
+					assert.Equal(t, map[string]json.Number{"additions": "2", "deletions": "0", "files": "1"}, *it.Changes, "%s", d)
+				}
+			}
+			assert.True(t, found, "%s lists the session", d)
+
 			// Actions this version does not know were sequenced on the
 			// session (the 1.0.0 client got them), so the check that its
 			// client never received one (checkReceived) means something.
