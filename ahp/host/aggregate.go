@@ -319,6 +319,7 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
 		return
 	}
+	h.persistSummaryLocked(g, changes) // durable before it is announced
 	g.summary = next
 	g.lastSummaryNote = now
 	h.mu.Lock()

@@ -113,6 +113,7 @@ func tail(chat string, st *wire.ChatState, n int) *wire.ChatState {
 // subscribeAll snapshots and subscribes to every known channel in uris;
 // unknown ones are skipped (and logged).
 func (h *Host) subscribeAll(c *conn, uris []string) []snapshotOut {
+	h.restoreAll(uris)
 	snaps := []snapshotOut{}
 	seen := map[string]bool{}
 	for _, uri := range uris {
