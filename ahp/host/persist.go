@@ -86,8 +86,11 @@ type durable struct {
 func (h *Host) openDurable(st store.Store) error {
 	d := &durable{loading: map[string]chan struct{}{}}
 	d.st = &observedStore{Store: st, h: h}
+	// Set before the reserve's first write starts, which notes its outcome.
+	h.ds = d
 	seq, err := store.NewSeqReserve(context.Background(), d.st, 0)
 	if err != nil {
+		h.ds = nil
 		return fmt.Errorf("host: opening the state store: %w", err)
 	}
 	d.seq = seq
@@ -99,7 +102,6 @@ func (h *Host) openDurable(st store.Store) error {
 			h.log.Debug().Err(err).Msg("a checkpoint of a streaming turn was not written")
 		}
 	}})
-	h.ds = d
 	h.seq = seq.Start()
 	return nil
 }
@@ -176,8 +178,9 @@ func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
 // storeFailed notes a failed write: the first one of a run is logged at
 // once and raises the root warning; later ones are logged once a minute.
 // what, when not empty, says what was being written (the store's own
-// errors say which file). It takes the root lock, so it must not be called
-// with the root's lock or Host.mu held.
+// errors say which file). It takes the root lock (after d.mu, which is
+// never held while taking another), so it must not be called with the
+// root's lock or Host.mu held.
 func (h *Host) storeFailed(err error, what string) {
 	d := h.ds
 	now := time.Now()
@@ -192,7 +195,14 @@ func (h *Host) storeFailed(err error, what string) {
 	if logNow {
 		d.lastLog, d.failures = now, 0
 	}
-	since := d.failedAt
+	if first {
+		// Under d.mu, so that a success racing with this failure cannot
+		// clear the warning before it is raised.
+		h.setStateWarning(&stateWarning{
+			Message: "ahp-bridge cannot write its state file: " + err.Error() + "; sessions are served from memory, and what changes now may be lost if the bridge restarts",
+			Since:   reducer.FormatTime(now.UnixMilli()),
+		})
+	}
 	d.mu.Unlock()
 	if logNow {
 		ev := h.log.Error().Err(err).Int("failedWrites", n)
@@ -200,12 +210,6 @@ func (h *Host) storeFailed(err error, what string) {
 			ev = ev.Str("writing", what)
 		}
 		ev.Msg("the state store cannot be written; sessions are served from memory and what changes now may be lost at a restart (logged again in a minute while this lasts)")
-	}
-	if first {
-		h.setStateWarning(&stateWarning{
-			Message: "ahp-bridge cannot write its state file: " + err.Error() + "; sessions are served from memory, and what changes now may be lost if the bridge restarts",
-			Since:   reducer.FormatTime(since.UnixMilli()),
-		})
 	}
 }
 
@@ -220,9 +224,9 @@ func (h *Host) storeRecovered() {
 	d.failing = false
 	n, since := d.failures, d.failedAt
 	d.failures = 0
+	h.setStateWarning(nil)
 	d.mu.Unlock()
 	h.log.Info().Dur("failedFor", time.Since(since)).Int("failedWritesSinceLastLog", n).Msg("the state store is written again")
-	h.setStateWarning(nil)
 }
 
 // stateWarning is the value of the root's StateWarningMeta.
