@@ -40,6 +40,10 @@ type Config struct {
 	// MaxPendingRequests bounds the unanswered asynchronous requests
 	// (completions, resourceRead) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
+	// State is the SQLite file that keeps sessions and turns across
+	// restarts; "" means store.DefaultPath(), "none" keeps everything in
+	// memory.
+	State string `json:"state,omitempty"`
 
 	// src says where each setting came from, so that a problem is named
 	// the way the user wrote it: a flag, or a key of the file.
@@ -93,7 +97,7 @@ var flagOfKey = map[string]string{
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
-	"maxPendingRequests": "max-pending-requests",
+	"maxPendingRequests": "max-pending-requests", "state": "state",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -126,7 +130,7 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
-                        [--max-pending-requests N]
+                        [--max-pending-requests N] [--state FILE|none]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -138,6 +142,13 @@ token, and Prometheus metrics (/metrics) with it. --ops-listen moves them,
 with a status page at /, to a listener of their own without a token (the
 only way to have them under --stdio). SIGHUP reloads the --config file's
 providers; running sessions keep their agent until they end.
+
+Sessions and their turns are kept in a SQLite state file, so that they are
+still there after a restart or a crash: --state FILE picks the file (default
+ahp-bridge/state.db under the user's state directory, e.g.
+~/.local/state/ahp-bridge/state.db) and --state none keeps everything in
+memory. One bridge per file: a second one on the same file refuses to start.
+'ahp-bridge sessions' lists, shows, exports and deletes what it holds.
 
 Settings come from --config FILE (JSON; README.md lists the keys) and from the
 flags. A flag wins over the file; a repeatable flag replaces the file's whole
@@ -160,6 +171,7 @@ type serveFlags struct {
 	replay, maxSessions       int
 	maxSubs, maxPending       int
 	maxFrame                  int64
+	state                     string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -183,6 +195,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
 	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions/resourceRead requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.StringVar(&f.state, "state", "", "keep sessions in the SQLite state `FILE`, or none to keep them in memory (default ahp-bridge/state.db in the user's state directory)")
 	return fs
 }
 
@@ -240,6 +253,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("max-sessions", func() { cfg.MaxSessions = f.maxSessions })
 	override("max-subscriptions", func() { cfg.MaxSubscriptions = f.maxSubs })
 	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
+	override("state", func() { cfg.State = f.state })
 	if set["acp"] {
 		cfg.Agents = nil
 		for _, a := range f.acps {
@@ -329,6 +343,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPendingRequests < 1 {
 		return usagef("%s %d: must be at least 1", c.name("maxPendingRequests"), c.MaxPendingRequests)
+	}
+	if c.src != nil && c.src.flags["state"] && c.State == "" {
+		return usagef("%s: want a file name, or none", c.name("state"))
 	}
 	var given []string
 	for _, k := range []string{"token", "tokenFile", "noToken"} {
