@@ -125,6 +125,9 @@ type chatData struct {
 	snapshot       func() (json.RawMessage, error)
 	agentSessionID string
 	olderInStore   bool
+	// turnBytes is the encoded size of the active turn's actions so far,
+	// for the checkpointer's byte trigger (checkpoint.go).
+	turnBytes int
 }
 
 func newChannel(uri string, kind chanKind) *channel {

@@ -25,9 +25,10 @@ import (
 //     those rows in one transaction, also before the action is broadcast.
 //   - A streaming turn is handed to the store's Checkpointer on every
 //     action that changes it; the Checkpointer writes it off the hot path,
-//     at least every 250 ms or 64 KiB. Its encoding happens on the
-//     Checkpointer's goroutine from a copy taken under the session's lock,
-//     so the lock is never held across an encoding of a large turn or I/O.
+//     at least every 250 ms or 64 KiB (half the turn beyond 128 KiB,
+//     checkpoint.go says why). Its encoding happens on the Checkpointer's
+//     goroutine from a copy taken under the session's lock, so the lock is
+//     never held across an encoding of a large turn or I/O.
 //   - disposeSession deletes the session's rows before sessionRemoved is
 //     announced.
 //   - serverSeq is covered by a store.SeqReserve before each broadcast.
@@ -410,7 +411,7 @@ func (h *Host) storeTurnsLocked(ch *channel) {
 	cd := ch.chat
 	for cd.unstored < len(cd.st.Turns) {
 		t := &cd.st.Turns[cd.unstored]
-		data, err := json.Marshal(t)
+		data, err := encodeTurn(t)
 		if err != nil {
 			h.log.Error().Err(err).Str("chat", ch.uri).Str("turn", t.ID).Msg("a turn could not be encoded for the state store")
 			cd.unstored++ // it would fail for ever; the next ones still go
@@ -486,6 +487,7 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 		case *wire.ChatTurnStartedAction:
 			if t := ch.chat.st.ActiveTurn; t != nil {
 				ch.chat.snapshot = h.activeTurnSnapshot(ch, t.ID)
+				ch.chat.turnBytes = 0
 			}
 			h.storeCatalogueLocked(ch.group)
 			return
@@ -498,7 +500,8 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 			return // not part of the turn, and not a catalogue change
 		}
 		if t := ch.chat.st.ActiveTurn; t != nil && ch.chat.snapshot != nil {
-			h.ds.cp.PutFunc(ch.uri, t.ID, size, ch.chat.snapshot)
+			ch.chat.turnBytes += size
+			h.ds.cp.PutFunc(ch.uri, t.ID, checkpointGrowth(size, ch.chat.turnBytes), ch.chat.snapshot)
 		}
 	case chanSession:
 		switch a.Value.(type) {
@@ -564,6 +567,7 @@ func onlyTurnGone(err error) bool {
 // lock (a copy of its parts, whose texts are immutable strings, so O(parts)
 // and no encoding) and encodes the copy after releasing it.
 func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (json.RawMessage, error) {
+	var enc turnEncoder // the checkpointer's goroutine's alone (checkpoint.go)
 	return func() (json.RawMessage, error) {
 		ch.mu.Lock()
 		t := ch.chat.st.ActiveTurn
@@ -573,7 +577,7 @@ func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (json.RawMe
 		}
 		cp := copyActiveTurn(t)
 		ch.mu.Unlock()
-		b, err := json.Marshal(cp)
+		b, err := enc.encode(cp)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
