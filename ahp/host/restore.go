@@ -507,8 +507,9 @@ func endInterrupted(st *wire.ChatState, at *wire.ActiveTurn, savedAt int64, cloc
 // --- listSessions over the store ---
 
 // storeListCursor is listSessions' cursor when the catalogue comes from the
-// store: the last item served (M, R), and where the store's catalogue
-// continues: after the page cursor S, skipping K rows.
+// store: the last item served (M, R), after which the live sessions
+// continue, and where the store's catalogue continues: after the page
+// cursor S, skipping K rows.
 type storeListCursor struct {
 	M string `json:"m"`
 	R string `json:"r"`
@@ -623,10 +624,11 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 			if !ok {
 				return nil
 			}
+			// The walk's position says which rows were served already; a
+			// live session's row is skipped (its live summary is served).
 			var ss storedSession
-			if isLive[row.URI] || json.Unmarshal(row.Summary, &ss) != nil || ss.Summary.Resource == "" ||
-				(p.Cursor != nil && !cur.after(ss.Summary.ModifiedAt, ss.Summary.Resource)) {
-				rows.pop() // live (its live summary is served), unreadable, or served already
+			if isLive[row.URI] || json.Unmarshal(row.Summary, &ss) != nil || ss.Summary.Resource == "" {
+				rows.pop()
 				continue
 			}
 			stored = &ss.Summary
