@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
@@ -67,11 +68,14 @@ type durable struct {
 	// failing is set from a failed write until one succeeds; failedAt is
 	// when it started, lastLog when it was last logged and since how many
 	// failures.
-	failing   bool
-	failedAt  time.Time
-	lastLog   time.Time
-	failures  int
-	seqFailAt time.Time // when an uncovered serverSeq was last logged
+	failing  bool
+	failedAt time.Time
+	lastLog  time.Time
+	failures int
+	// seqFailAt is when an uncovered serverSeq was last logged (Unix ns).
+	// Atomic, not under mu: it is set under Host.mu, which may be held
+	// with the root's lock, and mu is taken before the root's.
+	seqFailAt atomic.Int64
 	// chatIndex maps every stored chat to its session, for a client that
 	// names a chat of a session that is not in memory. nil until first
 	// needed (see restore.go).
@@ -79,6 +83,9 @@ type durable struct {
 	// loading holds the sessions being brought back from the store, so
 	// that concurrent requests wait for one load (restore.go).
 	loading map[string]chan struct{}
+	// warning is what the root's _meta should show, nil while writes
+	// succeed (rootMetaLocked).
+	warning atomic.Pointer[stateWarning]
 }
 
 // openDurable starts the host's durable side over st: the serverSeq
@@ -179,9 +186,10 @@ func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
 // storeFailed notes a failed write: the first one of a run is logged at
 // once and raises the root warning; later ones are logged once a minute.
 // what, when not empty, says what was being written (the store's own
-// errors say which file). It takes the root lock (after d.mu, which is
-// never held while taking another), so it must not be called with the
-// root's lock or Host.mu held.
+// errors say which file). It takes no host lock (writes happen under a
+// session's lock, or under Host.mu when SeqReserve.Cover waits for one),
+// so the warning reaches the root state when the root is next read
+// (rootMetaLocked).
 func (h *Host) storeFailed(err error, what string) {
 	d := h.ds
 	now := time.Now()
@@ -199,7 +207,7 @@ func (h *Host) storeFailed(err error, what string) {
 	if first {
 		// Under d.mu, so that a success racing with this failure cannot
 		// clear the warning before it is raised.
-		h.setStateWarning(&stateWarning{
+		d.warning.Store(&stateWarning{
 			Message: "ahp-bridge cannot write its state file: " + err.Error() + "; sessions are served from memory, and what changes now may be lost if the bridge restarts",
 			Since:   reducer.FormatTime(now.UnixMilli()),
 		})
@@ -225,7 +233,7 @@ func (h *Host) storeRecovered() {
 	d.failing = false
 	n, since := d.failures, d.failedAt
 	d.failures = 0
-	h.setStateWarning(nil)
+	d.warning.Store(nil)
 	d.mu.Unlock()
 	h.log.Info().Dur("failedFor", time.Since(since)).Int("failedWritesSinceLastLog", n).Msg("the state store is written again")
 }
@@ -236,12 +244,19 @@ type stateWarning struct {
 	Since   string `json:"since"`
 }
 
-// setStateWarning shows (or, with nil, removes) the store warning in the
-// root state's _meta. The map is replaced, never changed in place, since a
-// snapshot may be encoding the old one.
-func (h *Host) setStateWarning(w *stateWarning) {
-	h.root.mu.Lock()
-	defer h.root.mu.Unlock()
+// rootMetaLocked brings the store warning in the root state's _meta up to
+// date: shown while writes fail, removed once they succeed. Called with the
+// root's lock held, before the root state is read. The map is replaced,
+// never changed in place.
+func (h *Host) rootMetaLocked() {
+	if h.ds == nil {
+		return
+	}
+	w := h.ds.warning.Load()
+	cur, shown := h.root.root.Meta[StateWarningMeta].(map[string]any)
+	if w == nil && !shown || w != nil && shown && cur["message"] == w.Message && cur["since"] == w.Since {
+		return
+	}
 	meta := make(map[string]any, len(h.root.root.Meta)+1)
 	for k, v := range h.root.root.Meta {
 		meta[k] = v
@@ -266,15 +281,8 @@ func (h *Host) coverSeqLocked(seq int64) {
 		return
 	}
 	if err := h.ds.seq.Cover(seq); err != nil && !errors.Is(err, store.ErrClosed) {
-		d := h.ds
-		now := time.Now()
-		d.mu.Lock()
-		logNow := now.Sub(d.seqFailAt) >= failureLogEvery
-		if logNow {
-			d.seqFailAt = now
-		}
-		d.mu.Unlock()
-		if logNow {
+		now, last := time.Now().UnixNano(), h.ds.seqFailAt.Load()
+		if now-last >= int64(failureLogEvery) && h.ds.seqFailAt.CompareAndSwap(last, now) {
 			h.log.Error().Err(err).Msg("serverSeq is not covered by the state store; a restart now could repeat serverSeq values (logged again in a minute while this lasts)")
 		}
 	}

@@ -59,6 +59,9 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 		if ch.removed {
 			return nil, notFoundError(uri)
 		}
+		if ch.kind == chanRoot {
+			h.rootMetaLocked() // the state store's warning (persist.go)
+		}
 		states[i] = ch.state()
 		if ch.kind == chanChat && v.turns > 0 {
 			states[i] = tail(ch.uri, ch.chat.st, v.turns)
