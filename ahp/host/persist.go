@@ -323,7 +323,7 @@ func (h *Host) sessionRowLocked(g *sessionGroup) (store.Session, []byte, error) 
 	src := g.session.session
 	st := *src
 	st.Config, st.ActiveClients, st.InputNeeded = nil, nil, nil
-	sum := summaryOf(g)
+	sum := liveSummary(g)
 	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st})
 	if err != nil {
 		return store.Session{}, nil, fmt.Errorf("encoding session %s for the state store: %w", g.session.uri, err)
@@ -541,7 +541,7 @@ func (h *Host) persistSummaryLocked(g *sessionGroup, changes map[string]json.Raw
 	if !material {
 		return
 	}
-	sum := summaryOf(g)
+	sum := liveSummary(g)
 	if b, err := json.Marshal(&sum); err == nil && string(b) == string(g.storedSummary) {
 		return // the action's own write stored it already
 	}
@@ -630,6 +630,19 @@ func copyActiveTurn(t *wire.ActiveTurn) *wire.ActiveTurn {
 		}
 	}
 	return &cp
+}
+
+// liveSummary is the session's root-catalogue entry as its chats' live
+// states make it: what it is once the action being stored has been
+// followed up (the session's chat catalogue is updated after it), so that
+// the write before the action and the summary announced after it agree.
+// Called with the group's mutex held.
+func liveSummary(g *sessionGroup) wire.SessionSummary {
+	chats := make([]wire.ChatSummary, len(g.chats))
+	for i, c := range g.chats {
+		chats[i] = chatSummaryOf(c.chat.st)
+	}
+	return summaryWith(g, chats)
 }
 
 // summaryJSON extracts the summary's encoding from a session row's blob,
