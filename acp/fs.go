@@ -1,110 +1,88 @@
+//go:build unix
+
 package acp
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/ahp-bridge/ahp-bridge/sandbox"
 )
 
-// ACP error codes used by the file services.
-const (
-	codeInvalidParams    = -32602
-	codeResourceNotFound = -32002
-	codeInternal         = -32603
-)
+// The agent's file services (fs/read_text_file, fs/write_text_file) go
+// through package sandbox, the same confinement the host's resource
+// commands use for clients: the session's working directory and nothing
+// else, every symbolic link resolved, device files refused, and the
+// check atomic against a link swapped in meanwhile (os.Root). Config's
+// ReadOnlyFiles refuses every write.
 
-func fsError(code int, format string, args ...any) *sdk.RequestError {
-	return &sdk.RequestError{Code: code, Message: fmt.Sprintf(format, args...)}
-}
+// fsContext bounds a file operation. The SDK's handlers give one, but the
+// calls into this file do not carry it; a file operation is short, and a
+// long write is bounded by the agent's own request.
+func fsContext() context.Context { return context.Background() }
 
-// within reports whether p is root or inside it. Both must be clean.
-func within(p, root string) bool {
-	if p == root {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(p, root)
-	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
-}
-
-// confine checks a path from the agent against the session's working
-// directory and returns it absolute and clean. Relative paths are taken
-// relative to the working directory; `..` components are refused outright.
-func (s *session) confine(p string) (string, *sdk.RequestError) {
-	if p == "" {
-		return "", fsError(codeInvalidParams, "path is empty")
-	}
-	if strings.ContainsRune(p, 0) {
-		return "", fsError(codeInvalidParams, "path contains a NUL byte")
-	}
-	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
-		if part == ".." {
-			return "", fsError(codeInvalidParams, "path %q must not contain '..'", p)
-		}
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.cwd, p)
-	}
-	p = filepath.Clean(p)
-	if !within(p, s.cwd) && !within(p, s.cwdReal) {
-		return "", fsError(codeInvalidParams, "path %q is outside the session's working directory %s", p, s.cwd)
-	}
-	return p, nil
-}
-
-// resolveExisting resolves symlinks of an existing path and checks the
-// result is still inside the working directory.
-func (s *session) resolveExisting(p string) (string, *sdk.RequestError) {
-	real, err := filepath.EvalSymlinks(p)
+// sandbox opens a sandbox over the session's working directory. One per
+// request keeps the session's lifecycle free of it; opening costs a few
+// system calls, nothing next to an agent's request.
+func (s *session) sandbox() (*sandbox.Sandbox, error) {
+	box, err := sandbox.New(sandbox.Options{ReadOnly: s.p.cfg.ReadOnlyFiles}, s.cwd)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fsError(codeResourceNotFound, "file %q does not exist", p)
-		}
-		return "", fsError(codeInternal, "resolving %q: %v", p, err)
+		return nil, fsError(codeInternal, "the session's working directory %s cannot be served: %v", s.cwd, err)
 	}
-	if !within(real, s.cwdReal) {
-		return "", fsError(codeInvalidParams, "path %q leads through a symbolic link to %q, outside the session's working directory", p, real)
+	return box, nil
+}
+
+// fsFailure is the ACP error for a sandbox error: ResourceNotFound for a
+// missing file, InternalError for a failing file system, InvalidParams
+// for every refusal. A path outside the working directory is refused in
+// the same words whether or not it exists.
+func (s *session) fsFailure(err error) *sdk.RequestError {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		return re
 	}
-	return real, nil
+	var se *sandbox.Error
+	if !errors.As(err, &se) {
+		return fsError(codeInternal, "%v", err)
+	}
+	switch se.Kind {
+	case sandbox.ErrNotFound:
+		return fsError(codeResourceNotFound, "%v", err)
+	case sandbox.ErrIO:
+		return fsError(codeInternal, "%v", err)
+	case sandbox.ErrOutside:
+		return fsError(codeInvalidParams, "%s %q: outside the session's working directory %s", se.Op, se.Path, s.cwd)
+	}
+	return fsError(codeInvalidParams, "%v", err)
 }
 
 // readTextFile implements fs/read_text_file. line is 1-based; limit is a
 // number of lines.
 func (s *session) readTextFile(p string, line, limit *int) (string, error) {
-	clean, rerr := s.confine(p)
-	if rerr != nil {
-		return "", rerr
+	if line != nil && *line < 1 {
+		return "", fsError(codeInvalidParams, "line must be 1 or more, got %d", *line)
 	}
-	real, rerr := s.resolveExisting(clean)
-	if rerr != nil {
-		return "", rerr
+	if limit != nil && *limit < 0 {
+		return "", fsError(codeInvalidParams, "limit must not be negative, got %d", *limit)
 	}
-	fi, err := os.Stat(real)
+	box, err := s.sandbox()
 	if err != nil {
-		return "", fsError(codeInternal, "reading %q: %v", p, err)
+		return "", err
 	}
-	if fi.IsDir() {
-		return "", fsError(codeInvalidParams, "%q is a directory, not a file", p)
-	}
-	if isDevice(fi) || !fi.Mode().IsRegular() {
-		return "", fsError(codeInvalidParams, "%q is not a regular file", p)
-	}
-	max := s.p.cfg.MaxReadBytes
-	if fi.Size() > max {
-		return "", fsError(codeInvalidParams, "%q is %d bytes, more than the %d bytes a read may return", p, fi.Size(), max)
-	}
-	f, err := os.Open(real)
+	defer box.Close()
+	f, err := box.Open(fsContext(), p)
 	if err != nil {
-		return "", fsError(codeInternal, "reading %q: %v", p, err)
+		return "", s.fsFailure(err)
 	}
 	defer f.Close()
+	max := s.p.cfg.MaxReadBytes
+	if size := f.Info().Size; size > max {
+		return "", fsError(codeInvalidParams, "%q is %d bytes, more than the %d bytes a read may return", p, size, max)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return "", fsError(codeInternal, "reading %q: %v", p, err)
@@ -118,13 +96,7 @@ func (s *session) readTextFile(p string, line, limit *int) (string, error) {
 	}
 	start := 0
 	if line != nil {
-		if *line < 1 {
-			return "", fsError(codeInvalidParams, "line must be 1 or more, got %d", *line)
-		}
 		start = *line - 1
-	}
-	if limit != nil && *limit < 0 {
-		return "", fsError(codeInvalidParams, "limit must not be negative, got %d", *limit)
 	}
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
@@ -142,104 +114,42 @@ func (s *session) readTextFile(p string, line, limit *int) (string, error) {
 
 // writeTextFile implements fs/write_text_file: the file is written to a
 // temporary file next to it and renamed into place, so readers never see
-// half a file. Missing parent directories inside the working directory
-// are created. When the file did not exist, a fileCreated for it is
-// queued once it has been written, so the turn shows it as created.
+// half a file, keeping an existing file's permissions. Missing parent
+// directories inside the working directory are created. When the file
+// did not exist, a fileCreated for it is queued once it has been
+// written, so the turn shows it as created.
 func (s *session) writeTextFile(p, content string) error {
-	clean, rerr := s.confine(p)
-	if rerr != nil {
-		return rerr
+	box, err := s.sandbox()
+	if err != nil {
+		return err
 	}
-	created, err := s.writeConfined(p, clean, content)
-	if err == nil && created {
-		s.queue.push(queueItem{event: fileCreated{path: clean}})
+	defer box.Close()
+	ctx := fsContext()
+	_, err = box.Resolve(ctx, p, true)
+	created := sandbox.KindOf(err) == sandbox.ErrNotFound
+	if _, err := box.Write(ctx, p, strings.NewReader(content), sandbox.WriteOptions{MakeParents: true}); err != nil {
+		return s.fsFailure(err)
 	}
-	return err
+	if created {
+		s.queue.push(queueItem{event: fileCreated{path: s.absPath(p)}})
+	}
+	return nil
 }
 
-// writeConfined writes the file of writeTextFile, clean being p confined;
-// created says the file did not exist before.
-func (s *session) writeConfined(p, clean, content string) (created bool, _ error) {
-	target := clean
-	mode := fs.FileMode(0o644)
-	if _, err := os.Lstat(clean); err == nil {
-		real, rerr := s.resolveExisting(clean)
-		if rerr != nil {
-			return false, rerr
-		}
-		rfi, err := os.Stat(real)
-		if err != nil {
-			return false, fsError(codeInternal, "writing %q: %v", p, err)
-		}
-		if rfi.IsDir() {
-			return false, fsError(codeInvalidParams, "%q is a directory, not a file", p)
-		}
-		if isDevice(rfi) || !rfi.Mode().IsRegular() {
-			return false, fsError(codeInvalidParams, "%q is not a regular file", p)
-		}
-		target = real
-		mode = rfi.Mode().Perm()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
-	} else {
-		// New file: the nearest existing ancestor must resolve inside.
-		created = true
-		dir := filepath.Dir(clean)
-		anc := dir
-		for {
-			if _, err := os.Lstat(anc); err == nil {
-				break
-			}
-			parent := filepath.Dir(anc)
-			if parent == anc {
-				break
-			}
-			anc = parent
-		}
-		if _, rerr := s.resolveExisting(anc); rerr != nil {
-			return false, rerr
-		}
-		if anc != dir {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return false, fsError(codeInternal, "creating the directory of %q: %v", p, err)
-			}
-		}
-		realDir, rerr := s.resolveExisting(dir)
-		if rerr != nil {
-			return false, rerr
-		}
-		target = filepath.Join(realDir, filepath.Base(clean))
-	}
-
-	dir := filepath.Dir(target)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
+// terminalDir checks a terminal's cwd from the agent against the
+// session's working directory and returns it with every link resolved.
+func (s *session) terminalDir(p string) (string, error) {
+	box, err := s.sandbox()
 	if err != nil {
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
+		return "", err
 	}
-	tmpName := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.WriteString(content); err != nil {
-		_ = tmp.Close()
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
+	defer box.Close()
+	info, err := box.Resolve(fsContext(), p, true)
+	if err != nil {
+		return "", s.fsFailure(err)
 	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
+	if info.Type != sandbox.TypeDirectory {
+		return "", fsError(codeInvalidParams, "terminal cwd %q is not a directory", p)
 	}
-	if err := tmp.Close(); err != nil {
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
-	}
-	if err := os.Chmod(tmpName, mode); err != nil {
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
-	}
-	if err := os.Rename(tmpName, target); err != nil {
-		return false, fsError(codeInternal, "writing %q: %v", p, err)
-	}
-	ok = true
-	return created, nil
+	return info.Path, nil
 }

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if path := os.Getenv(replayEnv); path != "" {
-		if err := replayAgentMain(path); err != nil {
+		if err := scriptagent.Replay(path, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "replay agent:", err)
 			os.Exit(2)
 		}

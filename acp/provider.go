@@ -69,6 +69,10 @@ type Config struct {
 	MaxLineBytes int
 	// MaxReadBytes caps fs/read_text_file. Default 16 MiB.
 	MaxReadBytes int64
+	// ReadOnlyFiles refuses every fs/write_text_file (the bridge's
+	// --read-only-files). It does not stop the agent process itself, or
+	// the commands it runs, from writing.
+	ReadOnlyFiles bool
 	// CoalesceText merges consecutive text (or thought) chunks that queued
 	// up while the sink was busy into one event (see coalescer). What
 	// clients end up with is the same either way; with it, a flood costs

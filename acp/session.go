@@ -190,6 +190,9 @@ func (s *session) create(ctx context.Context) error {
 	if s.opts.Model != "" {
 		if err := s.applyModel(ctx, a, id); err != nil {
 			s.log.Warn().Err(err).Str("model", s.opts.Model).Msg("could not select the requested model")
+			// After the ConfigChanged of session/new, so that the bridge
+			// knows what the session runs instead.
+			s.queue.push(queueItem{event: backend.SettingRefused{Key: "model", Value: s.opts.Model, Err: err}})
 		}
 	}
 	return nil

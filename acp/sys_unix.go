@@ -34,12 +34,6 @@ func killGroup(pid int) error { return signalGroup(pid, syscall.SIGKILL) }
 // termGroup asks the process group led by pid to terminate.
 func termGroup(pid int) error { return signalGroup(pid, syscall.SIGTERM) }
 
-// isDevice reports whether fi is a device, pipe or socket: files fs
-// requests must not read from or write to.
-func isDevice(fi os.FileInfo) bool {
-	return fi.Mode()&(os.ModeDevice|os.ModeCharDevice|os.ModeNamedPipe|os.ModeSocket|os.ModeIrregular) != 0
-}
-
 // exitSignal returns the name of the signal that ended the process, if any.
 func exitSignal(st *os.ProcessState) string {
 	if st == nil {

@@ -103,16 +103,9 @@ func (s *session) createTerminal(req sdk.CreateTerminalRequest) (string, error) 
 	}
 	dir := s.cwd
 	if req.Cwd != nil && *req.Cwd != "" {
-		clean, rerr := s.confine(*req.Cwd)
-		if rerr != nil {
-			return "", rerr
-		}
-		real, rerr := s.resolveExisting(clean)
-		if rerr != nil {
-			return "", rerr
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-			return "", fsError(codeInvalidParams, "terminal cwd %q is not a directory", *req.Cwd)
+		real, err := s.terminalDir(*req.Cwd)
+		if err != nil {
+			return "", err
 		}
 		dir = real
 	}

@@ -53,7 +53,9 @@ type SessionOptions struct {
 	SessionID string
 	// Cwd is the working directory; fs and terminal requests are confined to it.
 	Cwd string
-	// Model is the requested model id, or "" for the agent's default.
+	// Model is the requested model id, or "" for the agent's default. A
+	// backend that could not switch the new session to it still opens the
+	// session, on the agent's model, and reports a SettingRefused.
 	Model string
 }
 
@@ -397,6 +399,16 @@ type ConfigValue struct {
 // it into what it had.
 type ConfigChanged struct{ Options []ConfigOption }
 
+// SettingRefused says the agent would not take a setting the bridge asked
+// for when it opened the session (SessionOptions.Model): the session runs
+// with the value its settings show instead. A SetConfig that fails returns
+// its error instead.
+type SettingRefused struct {
+	Key   string
+	Value string
+	Err   error
+}
+
 // CommandsChanged replaces the agent's slash commands.
 type CommandsChanged struct{ Commands []Command }
 
@@ -454,6 +466,7 @@ func (ContextUsage) isEvent()      {}
 func (TitleChanged) isEvent()      {}
 func (ConfigChanged) isEvent()     {}
 func (CommandsChanged) isEvent()   {}
+func (SettingRefused) isEvent()    {}
 func (TerminalStarted) isEvent()   {}
 func (TerminalOutput) isEvent()    {}
 func (TerminalExited) isEvent()    {}

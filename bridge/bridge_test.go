@@ -59,7 +59,8 @@ func TestCreateSessionOpensTheDefaultChat(t *testing.T) {
 	st := r.host.sessions[sess1]
 	assert.Equal(t, "title of "+chat1, st.Title)
 	assert.Equal(t, "m3", st.Config.Values["model"], "the session's settings are its default chat's")
-	assert.Equal(t, []string{"session/titleChanged", "session/configChanged", "session/configChanged", "session/ready"}, r.host.logOf(sess1))
+	assert.Equal(t, []string{"session/titleChanged", "session/configChanged", "session/metaChanged", "session/configChanged", "session/ready"}, r.host.logOf(sess1),
+		"the settings' schema goes to _meta once; a change of value does not change it")
 }
 
 func TestCreateSessionFailsWithTheAgentsWords(t *testing.T) {
@@ -82,8 +83,8 @@ func TestCreateSessionRefusesAWorkingDirectoryElsewhere(t *testing.T) {
 }
 
 // TestTurnGoesToTheChat: a turn's actions land on its chat, with the
-// turn's duration on its end; the plan goes to the session's _meta and its
-// entry in progress to the chat's activity.
+// turn's duration on its end; the plan goes to the session's _meta while
+// the turn runs, and its entry in progress to the chat's activity.
 func TestTurnGoesToTheChat(t *testing.T) {
 	r := newRig(t, mapping.PolicyAsk)
 	r.createSession(sess1, chat1, wire.CreateSessionParams{WorkingDirectories: []string{"file:///work/p"}}, nil)
@@ -96,7 +97,8 @@ func TestTurnGoesToTheChat(t *testing.T) {
 
 	r.host.mu.Lock()
 	defer r.host.mu.Unlock()
-	assert.Contains(t, r.host.sessions[sess1].Meta, mapping.MetaPlan)
+	assert.NotContains(t, r.host.sessions[sess1].Meta, mapping.MetaPlan, "the live plan ends with its turn")
+	assert.Contains(t, r.host.logOf(sess1), "session/metaChanged", "the plan was in _meta while the turn ran")
 	assert.Nil(t, r.host.chats[chat1].Activity, "the plan's activity is cleared at the end of the turn")
 	assert.Contains(t, r.host.logOf(chat1), "chat/activityChanged")
 	assert.NotContains(t, r.host.logOf(sess1), "session/activityChanged")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,12 @@ type chat struct {
 	// for the first time: that first report is the agent's defaults for a
 	// new session, later ones are this chat's own choices.
 	configSeen bool
+	// options are the settings the backend session last reported: what the
+	// session's config values go back to when the agent refuses a change.
+	options []backend.ConfigOption
+	// notices are what the user must be told that no turn was open to show
+	// (a setting the agent refused); the chat's next turn starts with them.
+	notices []string
 }
 
 type pendingPermission struct {
@@ -177,10 +184,22 @@ func (c *chat) Event(ev backend.Event) {
 	case backend.ConfigChanged:
 		c.b.learnModels(c.sess.providerID, e.Options, !c.configSeen)
 		c.configSeen = true
+		c.options = e.Options
 		if m := mapping.CurrentModel(e.Options); m != "" {
 			c.model = m
 		}
 		c.applyLocked(ev)
+		if c.isDefault {
+			c.sess.updateMeta(func(meta map[string]any) ([]wire.StateAction, map[string]any) {
+				return mapping.ConfigSchema(meta, e.Options)
+			}, c.dispatchActs)
+		}
+	case backend.SettingRefused:
+		c.refusedLocked(e.Key, e.Value, e.Err)
+	case backend.ContextUsage:
+		c.sess.updateMeta(func(meta map[string]any) ([]wire.StateAction, map[string]any) {
+			return mapping.ContextWindow(meta, c.uri, e)
+		}, c.dispatchActs)
 	case backend.Plan, backend.Custom:
 		c.applyMetaLocked(ev)
 	case backend.Disconnected:
@@ -344,6 +363,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		}
 		c.turn, c.gone = t, false
 		be, openErr := c.be, c.openErr
+		c.noticesLocked(t)
 		c.mu.Unlock()
 
 		var (
@@ -380,6 +400,11 @@ func (c *chat) useModel(be backend.Session, want string) bool {
 		if err != nil {
 			c.refused = want
 			c.log.Warn().Err(err).Str("model", want).Msg("the agent would not switch to the turn's model; the turn runs on the current one")
+			c.notices = append(c.notices, fmt.Sprintf("The agent did not switch to the model `%s` this turn asked for; the turn runs on `%s`. %s",
+				want, firstNonEmpty(current, "the agent's default"), err))
+			if c.turn != nil && !c.gone {
+				c.noticesLocked(c.turn)
+			}
 		} else {
 			c.model = want
 		}
@@ -409,10 +434,16 @@ func (c *chat) endTurn(t *mapping.Turn, res backend.TurnResult, err error) {
 	c.mu.Lock()
 	c.b.ops.turnEnded(c.sess.providerID, turnOutcome(res, err, c.gone))
 	if c.turn == t {
-		acts := t.End(res, err)
-		if !c.gone {
-			c.dispatchActs(acts)
-		}
+		c.sess.updateMeta(func(meta map[string]any) ([]wire.StateAction, map[string]any) {
+			t.SetMeta(meta)
+			acts := t.End(res, err)
+			if c.gone {
+				// The clients ended the turn: only what belongs to the
+				// session (the end of its live plan) still applies.
+				acts = slices.DeleteFunc(acts, func(a wire.StateAction) bool { return !mapping.OnSession(a) })
+			}
+			return acts, t.Meta()
+		}, c.dispatchActs)
 		for uri, r := range t.Resources() {
 			c.resources[uri] = r
 		}
@@ -569,7 +600,9 @@ func (c *chat) applyConfig(be backend.Session, key, value string) {
 	ctx, cancel := context.WithTimeout(c.b.ctx, configTimeout)
 	defer cancel()
 	if err := be.SetConfig(ctx, key, value); err != nil {
-		c.log.Warn().Err(err).Str("key", key).Str("value", value).Msg("the agent refused a setting")
+		c.mu.Lock()
+		c.refusedLocked(key, value, err)
+		c.mu.Unlock()
 		return
 	}
 	if key == "model" {
@@ -577,6 +610,40 @@ func (c *chat) applyConfig(be backend.Session, key, value string) {
 		c.model = value
 		c.mu.Unlock()
 	}
+}
+
+// refusedLocked makes a setting the agent refused visible rather than
+// silently kept: the session's config values go back to what the agent
+// runs (a client already shows the value it asked for), the session's
+// `_meta` says what was refused and why, and the chat's next turn starts
+// with a notification saying so.
+func (c *chat) refusedLocked(key, value string, err error) {
+	c.log.Warn().Err(err).Str("key", key).Str("value", value).Msg("the agent refused a setting")
+	if c.isDefault {
+		c.dispatchActs([]wire.StateAction{mapping.ConfigValues(c.options)})
+	}
+	c.sess.updateMeta(func(meta map[string]any) ([]wire.StateAction, map[string]any) {
+		return mapping.ConfigRejected(meta, key, value, err)
+	}, c.dispatchActs)
+	now := "the agent's default"
+	for _, o := range c.options {
+		if (o.ID == key || o.Category == key) && o.Current != "" {
+			now = "`" + o.Current + "`"
+			break
+		}
+	}
+	c.notices = append(c.notices, fmt.Sprintf("The agent did not change the setting `%s` to `%s`; it stays %s. %s", key, value, now, err))
+}
+
+// noticesLocked shows the chat's pending notices in turn t, which has
+// just started.
+func (c *chat) noticesLocked(t *mapping.Turn) {
+	acts := make([]wire.StateAction, 0, len(c.notices))
+	for _, n := range c.notices {
+		acts = append(acts, mapping.Notice(t.ID(), n))
+	}
+	c.notices = nil
+	c.dispatchActs(acts)
 }
 
 func (c *chat) completions(params wire.CompletionsParams) []wire.CompletionItem {
@@ -607,9 +674,12 @@ func (c *chat) shutdown(ctx context.Context) {
 	c.mu.Lock()
 	var after []func()
 	be := c.be
-	if c.turn != nil && !c.turn.Ended() {
+	if t := c.turn; t != nil && !t.Ended() {
 		if !c.gone {
-			c.dispatchActs(c.turn.End(backend.TurnResult{StopReason: backend.StopCancelled}, nil))
+			c.sess.updateMeta(func(meta map[string]any) ([]wire.StateAction, map[string]any) {
+				t.SetMeta(meta)
+				return t.End(backend.TurnResult{StopReason: backend.StopCancelled}, nil), t.Meta()
+			}, c.dispatchActs)
 		}
 		c.gone = true
 		after = c.settleLocked(c.turn.ID())

@@ -53,6 +53,8 @@ type fakeHost struct {
 	progress  map[string][]string
 	// log lists every dispatched action as "<channel> <type>".
 	log []string
+	// actions are the dispatched actions, by channel, in order.
+	actions map[string][]wire.StateAction
 }
 
 func newFakeHost(t *testing.T, clock *testClock) *fakeHost {
@@ -60,6 +62,7 @@ func newFakeHost(t *testing.T, clock *testClock) *fakeHost {
 		t: t, clock: clock, changed: make(chan struct{}),
 		sessions: map[string]*wire.SessionState{}, chats: map[string]*wire.ChatState{},
 		terminals: map[string]*wire.TerminalState{}, progress: map[string][]string{},
+		actions: map[string][]wire.StateAction{},
 	}
 }
 
@@ -78,6 +81,7 @@ func (h *fakeHost) Dispatch(channel string, a wire.StateAction) (int64, error) {
 		return 0, err
 	}
 	h.log = append(h.log, channel+" "+a.Type())
+	h.actions[channel] = append(h.actions[channel], a)
 	h.signalLocked()
 	return int64(len(h.log)), nil
 }
@@ -409,9 +413,17 @@ type rig struct {
 }
 
 func newRig(t *testing.T, policy mapping.Policy) *rig {
+	p := &fakeProvider{id: "fake"}
+	r := newRigOver(t, policy, p)
+	r.prov = p
+	return r
+}
+
+// newRigOver is a rig whose bridge runs over provider p, which must have
+// the id "fake".
+func newRigOver(t *testing.T, policy mapping.Policy, p backend.Provider) *rig {
 	clock := &testClock{now: 1_700_000_000_000}
 	h := newFakeHost(t, clock)
-	p := &fakeProvider{id: "fake"}
 	n := 0
 	var idMu sync.Mutex
 	b := New([]backend.Provider{p}, Options{
@@ -427,7 +439,7 @@ func newRig(t *testing.T, policy mapping.Policy) *rig {
 		defer cancel()
 		b.Close(ctx)
 	})
-	return &rig{t: t, host: h, prov: p, b: b, clock: clock}
+	return &rig{t: t, host: h, b: b, clock: clock}
 }
 
 // createSession creates a session with its default chat and waits until

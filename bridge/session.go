@@ -5,6 +5,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
@@ -41,4 +42,16 @@ func newSession(b *Bridge, uri, providerID string, p backend.Provider, dirs []st
 		dirs:       append([]string(nil), dirs...),
 		chats:      map[string]*chat{},
 	}
+}
+
+// updateMeta changes the session's `_meta` with change, which returns the
+// actions that carry the new value and the value, and dispatches them with
+// dispatch while metaMu is held, so that the host gets every chat's
+// changes in the order they were made.
+func (s *session) updateMeta(change func(meta map[string]any) ([]wire.StateAction, map[string]any), dispatch func([]wire.StateAction)) {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	acts, next := change(s.meta)
+	s.meta = next
+	dispatch(acts)
 }

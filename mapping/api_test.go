@@ -134,7 +134,7 @@ func TestSessionEvent(t *testing.T) {
 	acts, _ = SessionEvent(backend.ConfigChanged{Options: []backend.ConfigOption{{ID: "mode", Current: "ask"}}}, nil)
 	b, err := json.Marshal(acts)
 	require.NoError(t, err)
-	require.JSONEq(t, `[{"type":"session/configChanged","config":{"mode":"ask"}}]`, string(b))
+	require.JSONEq(t, `[{"type":"session/configChanged","config":{"mode":"ask"},"replace":true}]`, string(b), "the agent's settings replace the values: a removed one goes")
 }
 
 func TestPlanMarkdown(t *testing.T) {

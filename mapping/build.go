@@ -48,16 +48,20 @@ func toolCallStartAction(turnID, toolCallID, toolName, displayName, intention st
 	return act(a)
 }
 
-func toolCallDeltaAction(turnID, toolCallID, content string) wire.StateAction {
-	return act(&wire.ChatToolCallDeltaAction{TurnID: turnID, ToolCallID: toolCallID, Content: wire.Ptr(content)})
+// deltaFields are the parts of a toolCallDelta action; nil ones are left
+// out.
+type deltaFields struct {
+	content    *string // input to append
+	invocation *string
+	meta       map[string]any
 }
 
-// toolCallProgressAction updates the progress message of a streaming tool
-// call without adding input.
-func toolCallProgressAction(turnID, toolCallID, message string) wire.StateAction {
-	return act(&wire.ChatToolCallDeltaAction{
-		TurnID: turnID, ToolCallID: toolCallID, InvocationMessage: wire.Ptr(wire.PlainText(message)),
-	})
+func toolCallDeltaAction(turnID, toolCallID string, f deltaFields) wire.StateAction {
+	a := &wire.ChatToolCallDeltaAction{TurnID: turnID, ToolCallID: toolCallID, Content: f.content, Meta: f.meta}
+	if f.invocation != nil {
+		a.InvocationMessage = wire.Ptr(wire.PlainText(*f.invocation))
+	}
+	return act(a)
 }
 
 // readyFields are the parts of a toolCallReady action.
@@ -69,6 +73,7 @@ type readyFields struct {
 	edits             []fileEditFields
 	options           []wire.ConfirmationOption
 	confirmed         wire.ToolCallConfirmationReason // "" for a pending confirmation
+	meta              map[string]any                  // nil when unchanged
 }
 
 func toolCallReadyAction(turnID, toolCallID string, f readyFields) wire.StateAction {
@@ -76,6 +81,7 @@ func toolCallReadyAction(turnID, toolCallID string, f readyFields) wire.StateAct
 		TurnID: turnID, ToolCallID: toolCallID,
 		InvocationMessage: wire.PlainText(f.invocation),
 		Options:           f.options,
+		Meta:              f.meta,
 	}
 	if f.intention != "" {
 		a.Intention = wire.Ptr(f.intention)
@@ -100,11 +106,11 @@ func toolCallReadyAction(turnID, toolCallID string, f readyFields) wire.StateAct
 	return act(a)
 }
 
-func toolCallContentChangedAction(turnID, toolCallID string, content []wire.ToolResultContent) wire.StateAction {
+func toolCallContentChangedAction(turnID, toolCallID string, content []wire.ToolResultContent, meta map[string]any) wire.StateAction {
 	if content == nil {
 		content = []wire.ToolResultContent{}
 	}
-	return act(&wire.ChatToolCallContentChangedAction{TurnID: turnID, ToolCallID: toolCallID, Content: content})
+	return act(&wire.ChatToolCallContentChangedAction{TurnID: turnID, ToolCallID: toolCallID, Content: content, Meta: meta})
 }
 
 // resultFields are the parts of a toolCallComplete result.
@@ -203,15 +209,42 @@ func terminalContent(resource, title string, exitCode *int64) wire.ToolResultCon
 	return wire.NewToolResultContent(c)
 }
 
-func usageAction(turnID string, u backend.Usage) wire.StateAction {
-	info := wire.UsageInfo{InputTokens: wire.Ptr(u.InputTokens), OutputTokens: wire.Ptr(u.OutputTokens)}
-	if u.CachedInputTokens != 0 {
+// usageAction reports the tokens a turn spent: only the counts the agent
+// reported (backend.Usage.Has), never a zero standing in for a count it did
+// not send. The counts AHP's UsageInfo has no field for (cache writes,
+// reasoning, the agent's total) go into its `_meta` under MetaUsage. There
+// is no action when the agent reported no count.
+func usageActions(turnID string, u backend.Usage) []wire.StateAction {
+	var info wire.UsageInfo
+	if u.Has(backend.UsageInput) {
+		info.InputTokens = wire.Ptr(u.InputTokens)
+	}
+	if u.Has(backend.UsageOutput) {
+		info.OutputTokens = wire.Ptr(u.OutputTokens)
+	}
+	if u.Has(backend.UsageCacheRead) {
 		info.CacheReadTokens = wire.Ptr(u.CachedInputTokens)
+	}
+	extra := map[string]any{}
+	if u.Has(backend.UsageCacheWrite) {
+		extra["cacheWriteTokens"] = u.CacheWriteTokens
+	}
+	if u.Has(backend.UsageThought) {
+		extra["thoughtTokens"] = u.ThoughtTokens
+	}
+	if u.Has(backend.UsageTotal) {
+		extra["totalTokens"] = u.TotalTokens
+	}
+	if len(extra) > 0 {
+		info.Meta = map[string]any{MetaUsage: extra}
+	}
+	if info.InputTokens == nil && info.OutputTokens == nil && info.CacheReadTokens == nil && info.Meta == nil {
+		return nil
 	}
 	if u.Model != "" {
 		info.Model = wire.Ptr(u.Model)
 	}
-	return act(&wire.ChatUsageAction{TurnID: turnID, Usage: info})
+	return []wire.StateAction{act(&wire.ChatUsageAction{TurnID: turnID, Usage: info})}
 }
 
 // errorAction ends a failed turn: the error is the turn's last response
@@ -235,11 +268,13 @@ func titleChangedAction(title string) wire.StateAction {
 	return act(&wire.SessionTitleChangedAction{Title: title})
 }
 
+// configChangedAction replaces the session's config values with values:
+// the agent's settings are a whole list, and a setting it dropped must go.
 func configChangedAction(values map[string]any) wire.StateAction {
 	if values == nil {
 		values = map[string]any{}
 	}
-	return act(&wire.SessionConfigChangedAction{Config: values})
+	return act(&wire.SessionConfigChangedAction{Config: values, Replace: wire.Ptr(true)})
 }
 
 func metaChangedAction(meta map[string]any) wire.StateAction {

@@ -103,7 +103,9 @@ func (t *Turn) fileEdit(ts *toolState, n int, c backend.ToolContent) (edit fileE
 	t.resources[newURI] = Resource{Data: c.NewText, ContentType: "text/plain"}
 	edit.after = &fileSide{uri: file, ref: newURI, size: int64(len(c.NewText))}
 	old := ""
-	if c.OldText != nil {
+	// A created file has no "before" side, even when the agent gave an
+	// empty OldText for it (backend.ToolContent.Created).
+	if c.OldText != nil && !c.Created {
 		old = *c.OldText
 		oldURI := DiffURI(t.id, ts.ahpID, n, "old")
 		t.resources[oldURI] = Resource{Data: old, ContentType: "text/plain"}
@@ -129,7 +131,7 @@ func (t *Turn) edits(ts *toolState) []fileEditFields {
 
 func diffSummary(c backend.ToolContent, added, removed int64) string {
 	verb := "Edited"
-	if c.OldText == nil {
+	if c.OldText == nil || c.Created {
 		verb = "Created"
 	}
 	return fmt.Sprintf("%s %s (+%d -%d)", verb, c.Path, added, removed)

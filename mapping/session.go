@@ -1,7 +1,9 @@
 package mapping
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 	"unicode"
@@ -162,4 +164,107 @@ func WorkingDirectory(session, chat []string) (string, error) {
 		return "", fmt.Errorf("working directory %q must be an absolute path or a file URI", dirs[0])
 	}
 	return s, nil
+}
+
+// ContextWindow returns the session/metaChanged action that records a
+// chat's context window and cost (backend.ContextUsage) under
+// MetaContextWindow of the session's `_meta`, and the new `_meta`. Only the
+// fields the update carries change: an agent that reports the cost alone
+// (or `used: null`) leaves the other figures as they were. An update that
+// carries nothing gives no action.
+func ContextWindow(meta map[string]any, chat string, cu backend.ContextUsage) ([]wire.StateAction, map[string]any) {
+	if cu.Used == nil && cu.Size == nil && cu.Cost == nil && len(cu.Meta) == 0 {
+		return nil, meta
+	}
+	next := maps.Clone(meta)
+	if next == nil {
+		next = map[string]any{}
+	}
+	all, _ := next[MetaContextWindow].(map[string]any)
+	all = maps.Clone(all)
+	if all == nil {
+		all = map[string]any{}
+	}
+	cw, _ := all[chat].(map[string]any)
+	cw = maps.Clone(cw)
+	if cw == nil {
+		cw = map[string]any{}
+	}
+	if cu.Used != nil {
+		cw["used"] = *cu.Used
+	}
+	if cu.Size != nil {
+		cw["size"] = *cu.Size
+	}
+	if cu.Cost != nil {
+		cost := map[string]any{"amount": cu.Cost.Amount}
+		if cu.Cost.Currency != "" {
+			cost["currency"] = cu.Cost.Currency
+		}
+		cw["cost"] = cost
+	}
+	if len(cu.Meta) > 0 {
+		cw["_meta"] = maps.Clone(cu.Meta)
+	}
+	all[chat] = cw
+	next[MetaContextWindow] = all
+	return []wire.StateAction{metaChangedAction(next)}, next
+}
+
+// ConfigSchema returns the session/metaChanged action that records the
+// config schema of the agent's settings under MetaConfigSchema of the
+// session's `_meta`, and the new `_meta`; no action when it is unchanged.
+//
+// The properties have no `default` here: the current values are the
+// session's config values, and a change of value alone does not change
+// the schema.
+func ConfigSchema(meta map[string]any, opts []backend.ConfigOption) ([]wire.StateAction, map[string]any) {
+	sc := SessionConfig(opts).Schema
+	for k, p := range sc.Properties {
+		p.Default = nil
+		sc.Properties[k] = p
+	}
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return nil, meta
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(b, &schema); err != nil {
+		return nil, meta
+	}
+	if metaKey(map[string]any{"s": meta[MetaConfigSchema]}) == metaKey(map[string]any{"s": schema}) {
+		return nil, meta
+	}
+	next := maps.Clone(meta)
+	if next == nil {
+		next = map[string]any{}
+	}
+	next[MetaConfigSchema] = schema
+	return []wire.StateAction{metaChangedAction(next)}, next
+}
+
+// ConfigRejected returns the session/metaChanged action that records a
+// setting the agent refused under MetaConfigRejected of the session's
+// `_meta`, and the new `_meta`.
+func ConfigRejected(meta map[string]any, key, value string, err error) ([]wire.StateAction, map[string]any) {
+	next := maps.Clone(meta)
+	if next == nil {
+		next = map[string]any{}
+	}
+	next[MetaConfigRejected] = map[string]any{"key": key, "value": value, "message": err.Error()}
+	return []wire.StateAction{metaChangedAction(next)}, next
+}
+
+// ConfigValues returns the session/configChanged action that sets the
+// session's config values to those of the agent's settings, replacing
+// them: used to restore what the agent runs after it refused a change a
+// client had made.
+func ConfigValues(opts []backend.ConfigOption) wire.StateAction {
+	return configChangedAction(SessionConfig(opts).Values)
+}
+
+// Notice is a system notification part for the turn turnID: something the
+// user must know that the agent did not say (a setting it refused).
+func Notice(turnID, markdown string) wire.StateAction {
+	return responsePartAction(turnID, systemNotificationPart(markdown))
 }

@@ -92,7 +92,7 @@ func TestOnSession(t *testing.T) {
 	}
 	for _, a := range []wire.StateAction{
 		deltaAction("t1", "p", "x"), activityAction("a"), turnCompleteAction("t1", 0),
-		usageAction("t1", backend.Usage{}), inputRequestedAction(wire.ChatInputRequest{ID: "r"}),
+		usageActions("t1", backend.Usage{})[0], inputRequestedAction(wire.ChatInputRequest{ID: "r"}),
 	} {
 		require.False(t, OnSession(a), a.Type())
 	}

@@ -40,19 +40,20 @@ func (ts *toolState) merge(e backend.ToolCall) (contentChanged bool) {
 		}
 	}
 	if e.Locations != nil {
+		// An empty, non-nil list clears the locations.
 		ts.locations = e.Locations
 	}
-	if len(e.RawInput) > 0 {
+	if !emptyInput(e.RawInput) {
 		ts.rawInput = e.RawInput
 	}
 	if len(e.RawOutput) > 0 {
 		ts.rawOutput = e.RawOutput
 	}
-	if len(e.Meta) > 0 {
-		if ts.meta == nil {
-			ts.meta = map[string]any{}
-		}
-		maps.Copy(ts.meta, e.Meta)
+	if e.Meta != nil {
+		// The backend hands over the call's whole `_meta` as merged so far
+		// (backend.ToolCall.Meta): it replaces ours, so a key the agent
+		// removed is gone here too.
+		ts.meta = maps.Clone(e.Meta)
 	}
 	mode := e.ContentMode
 	if mode == backend.ContentUnchanged && !e.Update && e.Content != nil {
@@ -68,6 +69,19 @@ func (ts *toolState) merge(e backend.ToolCall) (contentChanged bool) {
 		return len(e.Content) > 0
 	}
 	return false
+}
+
+// emptyInput reports whether a raw input says nothing: absent, null or an
+// empty object. Agents report a call before the model has streamed its
+// input (claude-code-acp sends `{}`); sending that as the call's input
+// would show clients a call without arguments.
+func emptyInput(raw json.RawMessage) bool {
+	switch strings.TrimSpace(string(raw)) {
+	case "", "null", "{}":
+		return true
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(raw, &obj) == nil && obj != nil && len(obj) == 0
 }
 
 func (ts *toolState) toolName() string { return orDefault(ts.kind, DefaultToolName) }
@@ -146,19 +160,83 @@ func (t *Turn) start(e backend.ToolCall) (*toolState, []wire.StateAction) {
 	t.toolOrder = append(t.toolOrder, ts)
 	t.closeParts()
 	ts.sentIntention = ts.intention()
-	acts := []wire.StateAction{toolCallStartAction(t.id, ts.ahpID, ts.toolName(), ts.displayName(), ts.sentIntention, ts.toolMeta())}
-	return ts, append(acts, t.sendInput(ts)...)
+	ts.invocation = ts.displayName()
+	meta := ts.toolMeta()
+	ts.sentMeta = metaKey(meta)
+	acts := []wire.StateAction{toolCallStartAction(t.id, ts.ahpID, ts.toolName(), ts.displayName(), ts.sentIntention, meta)}
+	return ts, append(acts, t.streamDelta(ts, true)...)
 }
 
-// sendInput streams the raw input while the tool call is streaming. AHP can
-// only append to partial input, so it is sent once; later changes reach the
-// client in toolCallReady's toolInput.
-func (t *Turn) sendInput(ts *toolState) []wire.StateAction {
-	if ts.inputSent || ts.phase != phaseStreaming || len(ts.rawInput) == 0 {
+// streamDelta tells clients what changed while the tool call streams, in
+// one chat/toolCallDelta: the raw input, a new invocation message (a later
+// title, or a custom status), a new `_meta`. AHP can only append to partial
+// input, so the input is sent once; later changes reach the client in
+// toolCallReady's toolInput. AHP 1.0 has no action that changes a tool
+// call's displayName, so a later title shows as the invocation message,
+// and as toolCallReady's intention and invocation message.
+//
+// With full false only the input is sent: the call becomes ready at once,
+// and toolCallReady carries the rest.
+func (t *Turn) streamDelta(ts *toolState, full bool) []wire.StateAction {
+	if ts.phase != phaseStreaming {
 		return nil
 	}
-	ts.inputSent = true
-	return []wire.StateAction{toolCallDeltaAction(t.id, ts.ahpID, string(ts.rawInput))}
+	var d deltaFields
+	if !ts.inputSent && len(ts.rawInput) > 0 {
+		ts.inputSent = true
+		d.content = wire.Ptr(string(ts.rawInput))
+	}
+	if inv := ts.streamingInvocation(); full && inv != ts.invocation {
+		ts.invocation = inv
+		d.invocation = wire.Ptr(inv)
+	}
+	if full {
+		d.meta = ts.metaChange()
+	}
+	if d.content == nil && d.invocation == nil && d.meta == nil {
+		return nil
+	}
+	return []wire.StateAction{toolCallDeltaAction(t.id, ts.ahpID, d)}
+}
+
+// streamingInvocation is what a streaming tool call is doing, in words: its
+// title, with a backend-specific (ACP v2 `_`) status, which has no AHP
+// counterpart, in parentheses.
+func (ts *toolState) streamingInvocation() string {
+	if ts.status != "" && !knownStatus(ts.status) {
+		return fmt.Sprintf("%s (%s)", ts.displayName(), ts.status)
+	}
+	return ts.displayName()
+}
+
+// metaChange returns the call's `_meta` when it differs from what clients
+// have (AHP replaces a tool call's `_meta` with that of each action that
+// carries one), and records it as theirs; nil when it is unchanged. A
+// `_meta` that became empty is sent as {}, which clears it.
+func (ts *toolState) metaChange() map[string]any {
+	m := ts.toolMeta()
+	key := metaKey(m)
+	if key == ts.sentMeta {
+		return nil
+	}
+	ts.sentMeta = key
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// metaKey identifies a `_meta` value for comparison (encoding/json sorts
+// map keys).
+func metaKey(m map[string]any) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Sprint(m)
+	}
+	return string(b)
 }
 
 // lookup returns the state for a backend tool call, starting it when it has
@@ -182,7 +260,7 @@ func (t *Turn) lookup(e backend.ToolCall, reopen bool) (ts *toolState, acts []wi
 		return ts, acts, len(ts.content) > 0
 	}
 	changed = ts.merge(e)
-	return ts, t.sendInput(ts), changed
+	return ts, nil, changed
 }
 
 func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
@@ -191,15 +269,12 @@ func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
 		raw, _ := json.Marshal(map[string]any{"title": e.Title, "kind": e.Kind, "status": e.Status})
 		return t.custom(backend.Custom{Kind: "tool_call without toolCallId", Raw: raw})
 	}
-	before := statusOf(t.tools[e.ID])
+	// An update (Update true) of a known call, even a finished one, only
+	// changes it: lookup restarts a call for a permission request only.
 	ts, acts, changed := t.lookup(e, false)
 	switch ts.phase {
 	case phaseStreaming:
-		if ts.status != before && ts.status != "" && !knownStatus(ts.status) {
-			// A custom (`_`) status has no AHP counterpart; while the call
-			// streams, the progress message can show it.
-			acts = append(acts, toolCallProgressAction(t.id, ts.ahpID, fmt.Sprintf("%s (%s)", ts.displayName(), ts.status)))
-		}
+		acts = append(acts, t.streamDelta(ts, !isRunning(ts.status))...)
 		if isRunning(ts.status) {
 			acts = append(acts, t.ready(ts, wire.ToolCallConfirmationReasonNotNeeded))
 			if isTerminal(ts.status) {
@@ -219,19 +294,13 @@ func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
 		if isTerminal(ts.status) {
 			return append(acts, t.complete(ts, ts.status == backend.ToolCompleted))
 		}
-		if changed {
+		if changed || metaKey(ts.toolMeta()) != ts.sentMeta {
+			// A `_meta`-only update (claude-code-acp's hook sends
+			// _meta.claudeCode.toolResponse so) rides on the content.
 			acts = append(acts, t.contentChanged(ts))
 		}
 	}
 	return acts
-}
-
-// statusOf is the status of a possibly unknown tool call.
-func statusOf(ts *toolState) backend.ToolStatus {
-	if ts == nil {
-		return ""
-	}
-	return ts.status
 }
 
 // ready moves a streaming tool call to running with the given reason.
@@ -242,6 +311,7 @@ func (t *Turn) ready(ts *toolState, reason wire.ToolCallConfirmationReason) wire
 		intention:  ts.newIntention(),
 		toolInput:  string(ts.rawInput),
 		confirmed:  reason,
+		meta:       ts.metaChange(),
 	})
 }
 
@@ -258,7 +328,7 @@ func (ts *toolState) newIntention() string {
 }
 
 func (t *Turn) contentChanged(ts *toolState) wire.StateAction {
-	return toolCallContentChangedAction(t.id, ts.ahpID, t.toolContent(ts))
+	return toolCallContentChangedAction(t.id, ts.ahpID, t.toolContent(ts), ts.metaChange())
 }
 
 // complete ends a tool call with its result.
@@ -273,7 +343,14 @@ func (t *Turn) complete(ts *toolState, success bool) wire.StateAction {
 	if !success {
 		res.errMsg = orDefault(firstText(ts.content), ts.displayName()+" failed")
 	}
-	return toolCallCompleteAction(t.id, ts.ahpID, ts.toolMeta(), res)
+	// The whole `_meta` as always (AHP replaces it with the action's); {}
+	// when what clients have must be cleared.
+	meta, had := ts.toolMeta(), ts.sentMeta
+	ts.sentMeta = metaKey(meta)
+	if meta == nil && had != "" {
+		meta = map[string]any{}
+	}
+	return toolCallCompleteAction(t.id, ts.ahpID, meta, res)
 }
 
 // structured turns a raw output into AHP structuredContent: a JSON object as
@@ -316,6 +393,7 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 		return nil
 	}
 	ts, acts, _ := t.lookup(req.ToolCall, true)
+	acts = append(acts, t.streamDelta(ts, false)...)
 	if ts.phase == phasePending {
 		return acts
 	}
@@ -327,6 +405,7 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 		confirmationTitle: ConfirmationTitle(ts.kind),
 		edits:             t.edits(ts),
 		options:           ConfirmationOptions(req.Options),
+		meta:              ts.metaChange(),
 	}))
 }
 
@@ -340,6 +419,7 @@ func (t *Turn) AutoPermission(req backend.PermissionRequest, approve bool) []wir
 		return nil
 	}
 	ts, acts, _ := t.lookup(req.ToolCall, true)
+	acts = append(acts, t.streamDelta(ts, false)...)
 	if approve {
 		if ts.phase == phasePending {
 			return append(acts, deniedOrApproved(t.id, ts.ahpID, true, ts))

@@ -30,6 +30,24 @@ const (
 	// MetaCustom holds backend updates of unknown kinds received outside a
 	// turn: {"<kind>": <raw JSON>} (the latest one per kind).
 	MetaCustom = "customUpdates"
+	// MetaContextWindow holds each chat's context window and cost as its
+	// agent last reported them (backend.ContextUsage; AHP's UsageInfo
+	// counts the tokens a turn spent and has no place for them):
+	// {"<chat URI>": {"used", "size", "cost": {"amount", "currency"},
+	// "_meta"}}, each field as last reported.
+	MetaContextWindow = "ahp-bridge/contextWindow"
+	// MetaConfigSchema holds the session config schema as the agent's
+	// settings now are (SessionConfig): AHP 1.0 has no action that changes
+	// a live session's schema, so a setting the agent added or removed
+	// after the session was created shows here.
+	MetaConfigSchema = "ahp-bridge/configSchema"
+	// MetaConfigRejected holds the last setting the agent refused:
+	// {"key", "value", "message"}; the value stays what it was.
+	MetaConfigRejected = "ahp-bridge/configRejected"
+	// MetaUsage is the key, in a chat/usage's `_meta`, of the token counts
+	// AHP's UsageInfo has no field for: {"cacheWriteTokens",
+	// "thoughtTokens", "totalTokens"}, each only when the agent reported it.
+	MetaUsage = "ahp-bridge/usage"
 )
 
 // phase mirrors the AHP tool-call status this Turn has driven a tool call
@@ -62,6 +80,12 @@ type toolState struct {
 	// sentIntention is the intention clients have (toolCallStart's, or a
 	// later toolCallReady's).
 	sentIntention string
+	// invocation is the invocation message clients have while the call
+	// streams (toolCallStart shows the display name; toolCallDelta may
+	// change it).
+	invocation string
+	// sentMeta is the `_meta` clients have, as JSON (metaKey).
+	sentMeta string
 }
 
 // PendingQuestion is a backend Question this Turn has published as a
@@ -214,7 +238,7 @@ func (t *Turn) Apply(ev backend.Event) []wire.StateAction {
 	case backend.Plan:
 		return t.planUpdate(e)
 	case backend.UsageUpdate:
-		return []wire.StateAction{usageAction(t.id, e.Usage)}
+		return usageActions(t.id, e.Usage)
 	case backend.Custom:
 		return t.custom(e)
 	case backend.TerminalExited:
@@ -324,6 +348,42 @@ func (t *Turn) planUpdate(p backend.Plan) []wire.StateAction {
 	return acts
 }
 
+// stoppedPlan is a plan whose turn was cancelled or failed: the step that
+// was in progress is not any more, and shows as pending.
+func stoppedPlan(p backend.Plan) backend.Plan {
+	out := backend.Plan{Entries: make([]backend.PlanEntry, len(p.Entries))}
+	for i, e := range p.Entries {
+		if e.Status == "in_progress" {
+			e.Status = "pending"
+		}
+		out.Entries[i] = e
+	}
+	return out
+}
+
+// endPlan removes the live plan from the session's `_meta` when it is the
+// one this turn reported (another chat's turn may have reported one since),
+// so that the next turn starts without a plan unless its agent sends one.
+func (t *Turn) endPlan() []wire.StateAction {
+	cur, ok := t.meta[MetaPlan]
+	if !ok || metaKey(map[string]any{"p": cur}) != metaKey(map[string]any{"p": planValue(*t.plan)}) {
+		return nil
+	}
+	next := maps.Clone(t.meta)
+	delete(next, MetaPlan)
+	t.meta = next
+	return []wire.StateAction{metaChangedAction(next)}
+}
+
+// planValue is a plan as it is stored under MetaPlan.
+func planValue(p backend.Plan) map[string]any {
+	entries := make([]any, 0, len(p.Entries))
+	for _, e := range p.Entries {
+		entries = append(entries, map[string]any{"content": e.Content, "priority": e.Priority, "status": e.Status})
+	}
+	return map[string]any{"entries": entries}
+}
+
 // planActions returns the session/metaChanged action that stores the plan
 // under MetaPlan of the session's `_meta`, and the new `_meta`. The plan is
 // the session's, not the transcript's: of a session's chats, the latest to
@@ -333,11 +393,7 @@ func planActions(p backend.Plan, meta map[string]any) ([]wire.StateAction, map[s
 	if next == nil {
 		next = map[string]any{}
 	}
-	entries := make([]any, 0, len(p.Entries))
-	for _, e := range p.Entries {
-		entries = append(entries, map[string]any{"content": e.Content, "priority": e.Priority, "status": e.Status})
-	}
-	next[MetaPlan] = map[string]any{"entries": entries}
+	next[MetaPlan] = planValue(p)
 	return []wire.StateAction{metaChangedAction(next)}, next
 }
 
@@ -445,11 +501,22 @@ func (t *Turn) end(result backend.TurnResult, err error, errType string) []wire.
 	if result.Summary != "" && !t.streamedText {
 		acts = append(acts, responsePartAction(t.id, markdownPart(t.ids(), result.Summary)))
 	}
-	if t.plan != nil && len(t.plan.Entries) > 0 {
-		acts = append(acts, responsePartAction(t.id, markdownPart(t.ids(), PlanMarkdown(*t.plan))))
+	if t.plan != nil {
+		// The plan as it stood at the end is part of the turn's record (its
+		// last plan checklist part); the live plan in the session's _meta
+		// is this turn's and ends with it. A turn that did not end normally
+		// has no step in progress any more.
+		final := *t.plan
+		if !normal {
+			final = stoppedPlan(final)
+		}
+		if len(final.Entries) > 0 {
+			acts = append(acts, responsePartAction(t.id, markdownPart(t.ids(), PlanMarkdown(final))))
+		}
+		acts = append(acts, t.endPlan()...)
 	}
 	if result.Usage != nil {
-		acts = append(acts, usageAction(t.id, *result.Usage))
+		acts = append(acts, usageActions(t.id, *result.Usage)...)
 	}
 	if t.activity {
 		t.activity = false

@@ -103,6 +103,8 @@ func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
 		ch.chat.stream.Chat(ch.chat.st, a, clock)
 	case chanTerminal:
 		reducer.Terminal(ch.terminal, a, clock)
+	case chanResourceWatch:
+		reducer.ResourceWatch(ch.watch, a, clock)
 	default:
 		return fmt.Errorf("channel %s has no reducer", ch.uri)
 	}

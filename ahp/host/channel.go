@@ -16,6 +16,7 @@ const (
 	chanSession
 	chanChat
 	chanTerminal
+	chanResourceWatch
 )
 
 func (k chanKind) String() string {
@@ -28,6 +29,8 @@ func (k chanKind) String() string {
 		return "chat"
 	case chanTerminal:
 		return "terminal"
+	case chanResourceWatch:
+		return "resource watch"
 	}
 	return "unknown"
 }
@@ -43,6 +46,8 @@ func (k chanKind) actionPrefix() string {
 		return "chat/"
 	case chanTerminal:
 		return "terminal/"
+	case chanResourceWatch:
+		return "resourceWatch/"
 	}
 	return "\x00"
 }
@@ -68,6 +73,7 @@ type channel struct {
 	session  *wire.SessionState
 	chat     *chatData
 	terminal *wire.TerminalState
+	watch    *wire.ResourceWatchState
 	removed  bool
 
 	// Guarded by Host.mu.
@@ -155,6 +161,8 @@ func (ch *channel) state() any {
 		return ch.chat.st
 	case chanTerminal:
 		return ch.terminal
+	case chanResourceWatch:
+		return ch.watch
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ type Conn = transport.Conn
 // close the connection once this frame (if any) has been written.
 type outFrame struct {
 	b          []byte
-	closeAfter string // non-empty: close after writing, for this reason
-	at         int64  // non-zero: a latency sample's stamp (ops.go)
+	closeAfter string     // non-empty: close after writing, for this reason
+	at         int64      // non-zero: a latency sample's stamp (ops.go)
+	stream     *streamOut // instead of b: a response written as it is produced (stream.go)
 }
 
 // conn is the host's side of one client connection.
@@ -67,6 +68,9 @@ type conn struct {
 
 	reqWG   sync.WaitGroup // asynchronous requests still running
 	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
+
+	streams streamSet // streamed responses not yet written (stream.go)
+	files   connFiles // what this connection may touch on disk (files.go)
 }
 
 // isInitialized reports whether the connection has completed initialize
@@ -279,6 +283,9 @@ func (c *conn) writeLoop() {
 			case <-c.kill:
 				return
 			default:
+			}
+			if f.stream != nil && !c.writeStream(f.stream) {
+				return
 			}
 			if f.b != nil {
 				c.h.wireLog("out", f.b)

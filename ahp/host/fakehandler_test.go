@@ -304,7 +304,7 @@ func (b *fakeHandler) Completions(ctx context.Context, p wire.CompletionsParams)
 }
 
 func (b *fakeHandler) ResourceRead(ctx context.Context, p wire.ResourceReadParams) (wire.ResourceReadResult, error) {
-	if p.URI == "file:///hello.txt" {
+	if p.URI == "ahp-test:/hello.txt" {
 		return wire.ResourceReadResult{Data: "hello", Encoding: wire.ContentEncoding("utf-8")}, nil
 	}
 	return wire.ResourceReadResult{}, Errorf(CodeNotFound, "%s not found", p.URI)

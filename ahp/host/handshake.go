@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,9 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	h.mu.Lock()
 	c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
 	h.rememberLocked(p.ClientID, v)
+	old := h.takeOverLocked(c)
 	h.mu.Unlock()
+	h.closeTakenOver(old, p.ClientID)
 	c.log.Debug().Str("client", p.ClientID).Str("version", offer.String()).Str("dialect", v.String()).Msg("client initialized")
 
 	c.hold()
@@ -96,6 +99,53 @@ type initializeResult struct {
 	Snapshots                   []snapshotOut        `json:"snapshots"`
 	DefaultDirectory            *string              `json:"defaultDirectory,omitempty"`
 	CompletionTriggerCharacters []string             `json:"completionTriggerCharacters,omitzero"`
+}
+
+// A clientId names one client, and clients recognise their own actions'
+// echoes by it, so it is never live on two connections at once: a
+// connection that initializes (or resumes with reconnect) with a clientId
+// already in use takes it over, and the older connection is closed with an
+// error saying so. The newcomer wins because the usual reason is a client
+// reconnecting before the server noticed that its old connection died; it
+// must not be locked out until that connection times out.
+// docs/protocol-versions.md states the policy.
+
+// takeOverLocked returns the other connections of c's clientId, which c
+// takes over. Called with h.mu held.
+func (h *Host) takeOverLocked(c *conn) []*conn {
+	var old []*conn
+	for o := range h.conns {
+		if o != c && o.initialized && o.clientID == c.clientID {
+			old = append(old, o)
+		}
+	}
+	return old
+}
+
+// closeTakenOver closes the connections a newer one took clientID from,
+// telling each why in a last error frame (JSON-RPC id null).
+func (h *Host) closeTakenOver(old []*conn, clientID string) {
+	for _, o := range old {
+		o.sendAndClose(encodeError(nil, Errorf(CodeConflict,
+			"client %s connected again on another connection, which takes over its id; this connection is closed", clientID)),
+			"its clientId was taken over by a newer connection")
+	}
+}
+
+// authenticate answers the authenticate command. This host advertises no
+// protected resources (no AgentInfo.protectedResources, no MCP server or
+// tool call waiting for authentication), so no resource can be
+// authenticated for: the spec's answer to an unrecognized resource is an
+// error, InvalidParams here (AuthRequired would tell the client to fetch a
+// token, which cannot help).
+func (h *Host) authenticate(_ context.Context, r *request, _ string) {
+	var p wire.AuthenticateParams
+	if err := decodeParams("authenticate", r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	h.reply(r, nil, Errorf(CodeInvalidParams,
+		"invalid params for authenticate: this server advertises no protected resources, so it takes no token for %q", p.Resource))
 }
 
 // codecLocked returns the codec of version v, one value shared by every
@@ -147,6 +197,8 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 			return
 		}
 		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
+		old := h.takeOverLocked(c)
+		defer h.closeTakenOver(old, p.ClientID)
 	} else if c.clientID != p.ClientID {
 		h.mu.Unlock()
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: this connection is client %s, not %s", c.clientID, p.ClientID)))
@@ -201,6 +253,9 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		h.ops.replays.Add(1)
 		h.queue(c, h.resultFrame(r, res))
 		h.mu.Unlock()
+		// Resubscribed without the checks subscribe makes: the watches
+		// this connection may not see are cut off now.
+		h.enforceWatches(c)
 		h.releaseUnsubscribed(c.clientIDLocked(), p.Subscriptions)
 		return
 	}

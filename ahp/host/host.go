@@ -72,7 +72,7 @@ type Options struct {
 	// MaxSessions bounds live sessions (default 1024).
 	MaxSessions int
 	// MaxPendingRequests bounds the requests of one connection that are
-	// answered asynchronously (completions, resourceRead) and still
+	// answered asynchronously (completions, the resource commands) and still
 	// running (default 64). Further ones are answered with an error at
 	// once, so a client cannot make the host start unbounded work.
 	MaxPendingRequests int
@@ -103,6 +103,17 @@ type Options struct {
 	// how long it took and its error (metrics). It must be cheap and safe
 	// for concurrent use.
 	OnStoreWrite func(d time.Duration, err error)
+	// ReadOnlyFiles refuses every change to the workspace's files through
+	// the resource commands (resourceWrite, resourceMkdir, …) with
+	// PermissionDenied; reading, listing and watching still work.
+	ReadOnlyFiles bool
+	// MaxWatchDirectories bounds the directories one resource watch may
+	// watch (default DefaultMaxWatchDirectories); a larger tree is refused
+	// with an error that says so, rather than watched in part.
+	MaxWatchDirectories int
+
+	// maxWatchesPerConn overrides the constant of the same name in tests.
+	maxWatchesPerConn int
 }
 
 // Stats are counters for monitoring and tests.
@@ -162,8 +173,9 @@ type Host struct {
 	// dir tells codecs which chat is which session's default one.
 	dir *directory
 
-	stats counters
-	ops   opsCounters // see ops.go
+	stats   counters
+	ops     opsCounters // see ops.go
+	watches watchSet    // resource watches (resourcewatch.go)
 
 	// ds is the durable side (persist.go); nil without Options.Store.
 	ds *durable
@@ -207,6 +219,12 @@ func Open(opts Options) (*Host, error) {
 	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID
+	}
+	if opts.MaxWatchDirectories <= 0 {
+		opts.MaxWatchDirectories = DefaultMaxWatchDirectories
+	}
+	if opts.maxWatchesPerConn <= 0 {
+		opts.maxWatchesPerConn = maxWatchesPerConn
 	}
 	log := opts.Logger
 	if opts.ServerName != "" {
@@ -281,6 +299,7 @@ func (h *Host) Close() {
 	for _, w := range workers {
 		w.close()
 	}
+	h.closeWatches()
 	h.wg.Wait()
 	h.closeDurable()
 }
@@ -366,6 +385,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 	}
 	cancel()
 	loops.Wait()
+	c.closeStreams()
 	c.closing.Wait()
 	c.reqWG.Wait()
 	h.dropConn(c)
@@ -379,6 +399,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 
 // dropConn forgets a finished connection and its subscriptions.
 func (h *Host) dropConn(c *conn) {
+	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
 	for uri, ch := range c.subs {

@@ -736,9 +736,9 @@ func TestCompletionsAndResourceRead(t *testing.T) {
 	assert.Equal(t, CodeNotFound, err.Code)
 
 	var rr wire.ResourceReadResult
-	c.mustCall("resourceRead", map[string]any{"channel": RootURI, "uri": "file:///hello.txt"}, &rr)
+	c.mustCall("resourceRead", map[string]any{"channel": RootURI, "uri": "ahp-test:/hello.txt"}, &rr)
 	assert.Equal(t, "hello", rr.Data)
-	_, err = c.call("resourceRead", map[string]any{"channel": RootURI, "uri": "file:///missing"})
+	_, err = c.call("resourceRead", map[string]any{"channel": RootURI, "uri": "ahp-test:/missing"})
 	require.NotNil(t, err)
 	assert.Equal(t, CodeNotFound, err.Code)
 }

@@ -223,7 +223,7 @@ func TestNegativePendingRequestLimit(t *testing.T) {
 	const sent = 10
 	for i := 1; i <= sent; i++ {
 		c.send(map[string]any{"jsonrpc": "2.0", "id": i, "method": "resourceRead",
-			"params": map[string]any{"channel": RootURI, "uri": "file:///hello.txt"}})
+			"params": map[string]any{"channel": RootURI, "uri": "ahp-test:/hello.txt"}})
 	}
 	refused := map[string]bool{}
 	for len(refused) < sent-4 {
@@ -244,7 +244,7 @@ func TestNegativePendingRequestLimit(t *testing.T) {
 		answered++
 	}
 	// With the earlier requests answered, new ones are admitted again.
-	res, rerr := c.call("resourceRead", map[string]any{"channel": RootURI, "uri": "file:///hello.txt"})
+	res, rerr := c.call("resourceRead", map[string]any{"channel": RootURI, "uri": "ahp-test:/hello.txt"})
 	require.Nil(t, rerr)
 	assert.Contains(t, string(res), "hello")
 }

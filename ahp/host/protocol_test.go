@@ -349,9 +349,7 @@ func TestUnsupportedCommands(t *testing.T) {
 	hs := newHarness(t, Options{})
 	c := hs.dial(t, "c")
 	methods := []string{
-		"createTerminal", "disposeTerminal", "createResourceWatch", "invokeChangesetOperation",
-		"resourceWrite", "resourceList", "resourceResolve", "resourceMkdir", "resourceDelete",
-		"resourceMove", "resourceCopy", "resourceRequest",
+		"createTerminal", "disposeTerminal", "invokeChangesetOperation", "resourceRequest",
 	}
 	check := func(stage string) {
 		t.Helper()
@@ -372,7 +370,7 @@ func TestUnsupportedCommands(t *testing.T) {
 	c.initialize()
 	check("after")
 	// Commands unknown altogether are not found either.
-	for _, m := range []string{"authenticate", "frobnicate"} {
+	for _, m := range []string{"frobnicate"} {
 		_, err := c.call(m, map[string]any{"channel": RootURI})
 		require.NotNil(t, err)
 		assert.Equal(t, CodeMethodNotFound, err.Code, m)

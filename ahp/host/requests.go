@@ -12,15 +12,9 @@ import (
 // once, so a client cannot make the host start unbounded work.
 func (h *Host) async(r *request, serve func() (any, *Error)) {
 	c := r.c
-	if n := c.pending.Add(1); int(n) > h.opts.MaxPendingRequests {
-		c.pending.Add(-1)
-		c.log.Warn().Str("method", r.method).Int("limit", h.opts.MaxPendingRequests).Msg("refused a request: too many pending requests")
-		h.reply(r, nil, Errorf(CodeInternalError,
-			"too many pending requests: a connection may have at most %d requests unanswered; wait for some answers first",
-			h.opts.MaxPendingRequests))
+	if !h.admit(r) {
 		return
 	}
-	c.reqWG.Add(1)
 	go func() {
 		defer c.endRequest()
 		defer func() {
@@ -32,6 +26,23 @@ func (h *Host) async(r *request, serve func() (any, *Error)) {
 		res, err := serve()
 		h.reply(r, res, err)
 	}()
+}
+
+// admit counts a request that will be answered asynchronously against
+// the connection's limit, or answers it with an error at once. An
+// admitted request must end with c.endRequest.
+func (h *Host) admit(r *request) bool {
+	c := r.c
+	if n := c.pending.Add(1); int(n) > h.opts.MaxPendingRequests {
+		c.pending.Add(-1)
+		c.log.Warn().Str("method", r.method).Int("limit", h.opts.MaxPendingRequests).Msg("refused a request: too many pending requests")
+		h.reply(r, nil, Errorf(CodeInternalError,
+			"too many pending requests: a connection may have at most %d requests unanswered; wait for some answers first",
+			h.opts.MaxPendingRequests))
+		return false
+	}
+	c.reqWG.Add(1)
+	return true
 }
 
 // completions asks the handler for the completions of a chat's input.
@@ -69,6 +80,12 @@ func (h *Host) resourceRead(ctx context.Context, r *request, _ string) {
 	}
 	if p.URI == "" {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for resourceRead: uri is required"))
+		return
+	}
+	if isFileURI(p.URI) {
+		// The workspace's files, through the connection's sandbox
+		// (resources.go); other URIs are the handler's.
+		h.readFile(ctx, r, p)
 		return
 	}
 	if h.handler == nil {

@@ -166,6 +166,7 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	}
 	h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: g.summary})
 	h.mu.Unlock()
+	h.filesCreated(r.c, uri)
 	h.reply(r, nil, nil)
 	h.updateActiveSessions()
 	h.reportProgressLocked(g, 0, fmt.Sprintf("starting the %s agent", provider))
@@ -237,6 +238,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
 	h.mu.Unlock()
 	h.updateActiveSessions()
+	h.filesDisposed(uri)
 	if h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}

@@ -38,6 +38,9 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 	if len(names) == 0 {
 		return nil, notFoundError(uri)
 	}
+	if err := h.mayWatch(c, names); err != nil {
+		return nil, err
+	}
 	chans := make([]*channel, len(names))
 	for i, n := range names {
 		if chans[i] = h.lookup(n); chans[i] == nil {
@@ -177,4 +180,5 @@ func (h *Host) unsubscribe(c *conn, uri string) {
 	clientID := c.clientID
 	h.mu.Unlock()
 	h.releaseActiveClient(clientID, func(session string) bool { return session == uri })
+	h.filesUnsubscribed(c, uri)
 }

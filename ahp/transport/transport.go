@@ -4,7 +4,10 @@
 // import the host.
 package transport
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // Conn is one bidirectional, ordered, reliable stream of complete JSON-RPC
 // messages.
@@ -26,4 +29,20 @@ type Conn interface {
 type Server interface {
 	// ServeConn runs one connection until it ends or ctx is cancelled.
 	ServeConn(ctx context.Context, c Conn) error
+}
+
+// StreamWriter is implemented by transports that can send one message
+// produced piece by piece, so that a large message (a file being read for
+// resourceRead) goes out as it is produced instead of being held whole in
+// memory first. The host uses it when the transport offers it and falls
+// back to WriteMessage otherwise.
+//
+// WriteMessageFrom calls write once with a writer for the message; the
+// message ends when write returns. It is called from the same single
+// goroutine as WriteMessage. The message must be compact JSON (no raw
+// newline). If write fails, the message is cut short and the peer cannot
+// make sense of the stream any more: the caller must close the
+// connection.
+type StreamWriter interface {
+	WriteMessageFrom(write func(w io.Writer) error) error
 }

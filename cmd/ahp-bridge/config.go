@@ -38,12 +38,16 @@ type Config struct {
 	// MaxSubscriptions bounds the subscriptions of one connection.
 	MaxSubscriptions int `json:"maxSubscriptions,omitempty"`
 	// MaxPendingRequests bounds the unanswered asynchronous requests
-	// (completions, resourceRead) of one connection.
+	// (completions, the resource* commands) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
 	// State is the SQLite file that keeps sessions and turns across
 	// restarts; "" means store.DefaultPath(), "none" keeps everything in
 	// memory.
 	State string `json:"state,omitempty"`
+	// ReadOnlyFiles refuses every change to the workspace's files, by
+	// clients (resourceWrite, resourceMkdir, …) and by agents
+	// (fs/write_text_file).
+	ReadOnlyFiles bool `json:"readOnlyFiles,omitempty"`
 
 	// src says where each setting came from, so that a problem is named
 	// the way the user wrote it: a flag, or a key of the file.
@@ -97,7 +101,7 @@ var flagOfKey = map[string]string{
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
-	"maxPendingRequests": "max-pending-requests", "state": "state",
+	"maxPendingRequests": "max-pending-requests", "state": "state", "readOnlyFiles": "read-only-files",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -130,7 +134,7 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
-                        [--max-pending-requests N] [--state FILE|none]
+                        [--max-pending-requests N] [--state FILE|none] [--read-only-files]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -167,7 +171,7 @@ type serveFlags struct {
 	opsListen                 string
 	approve, logLevel, logFmt string
 	wireLog                   string
-	stdio, noToken            bool
+	stdio, noToken, readOnly  bool
 	replay, maxSessions       int
 	maxSubs, maxPending       int
 	maxFrame                  int64
@@ -194,8 +198,9 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.maxFrame, "max-frame-bytes", 0, "largest accepted AHP frame in bytes (default 4 MiB)")
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
-	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions/resourceRead requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
 	fs.StringVar(&f.state, "state", "", "keep sessions in the SQLite state `FILE`, or none to keep them in memory (default ahp-bridge/state.db in the user's state directory)")
+	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
 	return fs
 }
 
@@ -254,6 +259,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("max-subscriptions", func() { cfg.MaxSubscriptions = f.maxSubs })
 	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
 	override("state", func() { cfg.State = f.state })
+	override("read-only-files", func() { cfg.ReadOnlyFiles = f.readOnly })
 	if set["acp"] {
 		cfg.Agents = nil
 		for _, a := range f.acps {

@@ -86,7 +86,7 @@ func (s *server) reload(args []string) {
 	for _, a := range cfg.Agents {
 		spec := a
 		spec.flag = ""
-		if err := add(a.ID, spec, func() (builtProvider, error) { return buildAgent(a, s.log) }); err != nil {
+		if err := add(a.ID, spec, func() (builtProvider, error) { return buildAgent(a, s.cfg.ReadOnlyFiles, s.log) }); err != nil {
 			log.Error().Err(err).Msg("SIGHUP: the configuration is not valid; keeping the running one")
 			s.closeProviders(made)
 			return

@@ -148,6 +148,7 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server,
 		MaxSubscriptionsPerConn: cfg.MaxSubscriptions,
 		MaxPendingRequests:      cfg.MaxPendingRequests,
 		ServerName:              "ahp-bridge",
+		ReadOnlyFiles:           cfg.ReadOnlyFiles,
 	}
 	if s.state != nil {
 		opts.Store = s.state
@@ -234,7 +235,7 @@ type builtProvider struct {
 func buildProviders(cfg Config, log zerolog.Logger) ([]builtProvider, error) {
 	var out []builtProvider
 	for _, a := range cfg.Agents {
-		p, err := buildAgent(a, log)
+		p, err := buildAgent(a, cfg.ReadOnlyFiles, log)
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +247,9 @@ func buildProviders(cfg Config, log zerolog.Logger) ([]builtProvider, error) {
 	return out, nil
 }
 
-// buildAgent makes an ACP provider (its agent starts on first use).
-func buildAgent(a AgentConfig, log zerolog.Logger) (builtProvider, error) {
+// buildAgent makes an ACP provider (its agent starts on first use);
+// readOnlyFiles refuses its agent's fs/write_text_file.
+func buildAgent(a AgentConfig, readOnlyFiles bool, log zerolog.Logger) (builtProvider, error) {
 	words, err := splitCommand(a.Command)
 	if err != nil {
 		return builtProvider{}, usagef("agent %s: the command %v", a.ID, err)
@@ -264,6 +266,9 @@ func buildAgent(a AgentConfig, log zerolog.Logger) (builtProvider, error) {
 		Command:     words,
 		Env:         env,
 		Dir:         a.Cwd,
+		// The same refusal as the host's resource commands: one setting
+		// for every way the bridge writes files on a peer's behalf.
+		ReadOnlyFiles: readOnlyFiles,
 		// Merge text chunks that queue up while the bridge is busy:
 		// same client state, far fewer envelopes (docs/performance.md).
 		CoalesceText: true,

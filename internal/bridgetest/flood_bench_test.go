@@ -235,12 +235,12 @@ type rawReader struct {
 	err     error
 }
 
-func dialRaw(t *testing.T, url, channel, marker string) *rawReader {
+func dialRaw(t *testing.T, url, clientID, channel, marker string) *rawReader {
 	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ws.Close() })
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"channel": "ahp-root://", "protocolVersions": []string{"1.0.0"}, "clientId": "raw", "initialSubscriptions": []string{channel}}})
+		"channel": "ahp-root://", "protocolVersions": []string{"1.0.0"}, "clientId": clientID, "initialSubscriptions": []string{channel}}})
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteMessage(websocket.TextMessage, msg))
 	for {
@@ -284,7 +284,9 @@ func TestFloodTo100ClientsEncodesOnce(t *testing.T) {
 	require.NoError(t, c.Unsubscribe(Context(t, time.Minute), ch))
 	readers := make([]*rawReader, clients)
 	for i := range readers {
-		readers[i] = dialRaw(t, env.URL, chat, "chat/turnComplete")
+		// Each reader has its own clientId: a second connection with an id in
+		// use takes it over and closes the first.
+		readers[i] = dialRaw(t, env.URL, fmt.Sprint("raw-", i), chat, "chat/turnComplete")
 	}
 	before := env.Host.Stats()
 	// c no longer watches the session, so the turn is dispatched without

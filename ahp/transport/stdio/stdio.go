@@ -147,6 +147,40 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	return nil
 }
 
+// WriteMessageFrom writes the message write produces, then a newline
+// (transport.StreamWriter). A raw newline in it would split the message
+// in two, so it fails the write instead.
+func (c *Conn) WriteMessageFrom(write func(w io.Writer) error) error {
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := write(lineWriter{c.w}); err != nil {
+		return err
+	}
+	if _, err := c.w.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("stdio: write: %w", err)
+	}
+	return nil
+}
+
+// lineWriter passes bytes on as long as they hold no newline.
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(p []byte) (int, error) {
+	if bytes.IndexByte(p, '\n') >= 0 {
+		return 0, errors.New("stdio: refusing to write a streamed message with a raw newline")
+	}
+	n, err := l.w.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("stdio: write: %w", err)
+	}
+	return n, nil
+}
+
 // Close closes the underlying reader and writer (when they can be closed).
 // It is safe to call more than once and concurrently with reads and writes.
 func (c *Conn) Close() error {
@@ -163,4 +197,7 @@ func (c *Conn) Close() error {
 }
 
 // Conn satisfies the transport contract.
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn         = (*Conn)(nil)
+	_ transport.StreamWriter = (*Conn)(nil)
+)

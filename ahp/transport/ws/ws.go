@@ -316,6 +316,40 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	return c.ws.WriteMessage(websocket.TextMessage, msg)
 }
 
+// WriteMessageFrom sends one text message produced by write, in frames
+// as it is produced (transport.StreamWriter). The write timeout applies to
+// each piece rather than to the whole message, so a large message to a
+// peer that keeps reading is never cut short, while a peer that stops
+// reading is still given up on after WriteTimeout.
+func (c *Conn) WriteMessageFrom(write func(w io.Writer) error) error {
+	if err := c.ws.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	mw, err := c.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	if err := write(deadlineWriter{c: c, w: mw}); err != nil {
+		// Closing mw would send what was written as a complete message;
+		// the caller closes the connection instead.
+		return err
+	}
+	return mw.Close()
+}
+
+// deadlineWriter moves the write deadline forward before each piece.
+type deadlineWriter struct {
+	c *Conn
+	w io.Writer
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	if err := d.c.ws.SetWriteDeadline(time.Now().Add(d.c.opts.WriteTimeout)); err != nil {
+		return 0, err
+	}
+	return d.w.Write(p)
+}
+
 // RemoteAddr is the peer's network address (shown to operators).
 func (c *Conn) RemoteAddr() net.Addr { return c.ws.RemoteAddr() }
 
@@ -338,4 +372,7 @@ func (c *Conn) Close() error {
 	return err
 }
 
-var _ transport.Conn = (*Conn)(nil)
+var (
+	_ transport.Conn         = (*Conn)(nil)
+	_ transport.StreamWriter = (*Conn)(nil)
+)
