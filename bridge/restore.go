@@ -29,6 +29,8 @@ import (
 // earlier turns.
 const forgotNotice = "The agent was restarted and does not remember earlier turns of this chat"
 
+var _ host.SessionRestorer = (*Bridge)(nil)
+
 // restoredChat is what a chat the host restored needs to open its backend
 // session on first use.
 type restoredChat struct {
@@ -85,6 +87,13 @@ func (c *chat) openRestored() {
 		case <-c.ready: // failed at restore
 			return
 		default:
+		}
+		c.mu.Lock()
+		disposed := c.disposed
+		c.mu.Unlock()
+		if disposed {
+			c.fail(errors.New("the chat was disposed"))
+			return
 		}
 		if r.agentID == "" && c.hadTurns() {
 			c.mu.Lock()
