@@ -40,6 +40,7 @@ func rememberer(req mockllm.Request) mockllm.Reply {
 // bridge restarts is in the conversation the restarted agent sends to the
 // model after the restored chat's next prompt.
 func TestClaudeAgentRemembersAcrossABridgeRestart(t *testing.T) {
+	t.Parallel()
 	ag := claudeAgents[1]
 	require.Equal(t, "claude-agent-acp", ag.name)
 	llm := mockllm.Start(rememberer)
