@@ -77,7 +77,9 @@
 // variable SCRIPTAGENT_REQUIRE_AUTH=1, session/new fails with
 // "Authentication required" and initialize lists an auth method, and with
 // SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
-// streaming is visible to a person watching.
+// streaming is visible to a person watching. SCRIPTAGENT_SESSIONS makes it
+// advertise session/resume and session/load, and SCRIPTAGENT_STATE_DIR keeps
+// its sessions across runs (sessions.go).
 // The agent is deterministic: ids are counters, nothing is random.
 package scriptagent
 
