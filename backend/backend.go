@@ -57,6 +57,11 @@ type SessionOptions struct {
 	// backend that could not switch the new session to it still opens the
 	// session, on the agent's model, and reports a SettingRefused.
 	Model string
+	// Resume is the agent's id of an earlier conversation to continue (an
+	// Attached event's ID, kept across a restart of the bridge), or "" for
+	// a new one. A backend that cannot continue it opens a new one and
+	// reports Attached with AttachFresh and why.
+	Resume string
 }
 
 // Sink receives events from a backend session. Implementations must return

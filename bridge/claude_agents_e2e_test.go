@@ -44,9 +44,15 @@ var claudeAgents = []claudeAgent{
 // ag.name.
 func claudeProvider(t *testing.T, ag claudeAgent, llm *mockllm.Server) *acp.Provider {
 	t.Helper()
+	return claudeProviderIn(t, ag, llm, t.TempDir())
+}
+
+// claudeProviderIn is claudeProvider with the agent's home directory given,
+// so that a second agent process finds the first one's transcripts.
+func claudeProviderIn(t *testing.T, ag claudeAgent, llm *mockllm.Server, home string) *acp.Provider {
+	t.Helper()
 	script := testenv.NPMFile(t, ag.pkg, ag.script)
 	node := testenv.Command(t, "node")
-	home := t.TempDir()
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),

@@ -194,13 +194,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.n++
-	id := fmt.Sprintf("msg_mock%04d", s.n)
+	n := s.n
+	id := fmt.Sprintf("msg_mock%04d", n)
 	s.mu.Unlock()
 
 	reply := s.respond(req)
 	for i := range reply.ToolUses {
 		if reply.ToolUses[i].ID == "" {
-			reply.ToolUses[i].ID = fmt.Sprintf("toolu_mock%04d_%d", s.n, i)
+			reply.ToolUses[i].ID = fmt.Sprintf("toolu_mock%04d_%d", n, i)
 		}
 	}
 	usage := map[string]any{"input_tokens": len(body)/4 + 1, "output_tokens": len(reply.Text)/4 + 1,

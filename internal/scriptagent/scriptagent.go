@@ -60,6 +60,9 @@
 //	write PATH CONTENT...          fs/write_text_file; replies "wrote <path>"
 //	                               or "write error: <message>"
 //	echo                           replies with the prompt's blocks described
+//	recall                         replies "recall: " and the session's earlier
+//	                               prompts joined with " | " (or "nothing");
+//	                               see sessions.go for resume and load
 //	title TEXT                     session_info_update with title TEXT
 //	usage                          usage_update (used 1234, size 200000)
 //	error                          the prompt request fails with a JSON-RPC
@@ -74,7 +77,9 @@
 // variable SCRIPTAGENT_REQUIRE_AUTH=1, session/new fails with
 // "Authentication required" and initialize lists an auth method, and with
 // SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
-// streaming is visible to a person watching.
+// streaming is visible to a person watching. SCRIPTAGENT_SESSIONS makes it
+// advertise session/resume and session/load, and SCRIPTAGENT_STATE_DIR keeps
+// its sessions across runs (sessions.go).
 // The agent is deterministic: ids are counters, nothing is random.
 package scriptagent
 
@@ -115,6 +120,8 @@ type sess struct {
 	model  string
 	mode   string
 	cancel context.CancelFunc
+	// history is the text of the session's completed prompts (sessions.go).
+	history []string
 }
 
 type agent struct {
@@ -255,12 +262,17 @@ func (a *agent) call(method string, params any) (json.RawMessage, error) {
 func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "initialize":
+		resume, load, _ := sessionCaps()
+		sessCaps := map[string]any{"close": map[string]any{}}
+		if resume {
+			sessCaps["resume"] = map[string]any{}
+		}
 		res := map[string]any{
 			"protocolVersion": 1,
 			"agentCapabilities": map[string]any{
-				"loadSession":         false,
+				"loadSession":         load,
 				"promptCapabilities":  map[string]any{"embeddedContext": true},
-				"sessionCapabilities": map[string]any{"close": map[string]any{}},
+				"sessionCapabilities": sessCaps,
 			},
 			"agentInfo":   map[string]any{"name": "scriptagent", "version": "1.0.0"},
 			"authMethods": []any{},
@@ -280,10 +292,11 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 			return nil, &rpcError{Code: -32602, Message: err.Error()}
 		}
 		a.mu.Lock()
-		a.nextSess++
-		s := &sess{id: fmt.Sprintf("sess-%d", a.nextSess), cwd: p.Cwd, model: "script-fast", mode: "default"}
+		s := &sess{id: a.newSessionIDLocked(), cwd: p.Cwd, model: "script-fast", mode: "default"}
 		a.sessions[s.id] = s
 		a.mu.Unlock()
+		a.persist(s)
+		a.logPath("new", s.id)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
@@ -299,10 +312,7 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		}()
 		// An update before the response: clients must not lose it.
 		a.notify(s.id, map[string]any{"sessionUpdate": "session_info_update", "title": "Script session"})
-		return map[string]any{"sessionId": s.id, "configOptions": a.configOptions(s),
-			"modes": map[string]any{"currentModeId": s.mode, "availableModes": []any{
-				map[string]any{"id": "default", "name": "Default"},
-				map[string]any{"id": "plan", "name": "Plan", "description": "Plan only"}}}}, nil
+		return map[string]any{"sessionId": s.id, "configOptions": a.configOptions(s), "modes": a.modes(s)}, nil
 	case "session/set_config_option":
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -348,6 +358,8 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		return map[string]any{}, nil
 	case "session/prompt":
 		return a.prompt(params)
+	case "session/resume", "session/load":
+		return a.reopen(method, params)
 	}
 	return nil, &rpcError{Code: -32601, Message: "Method not found: " + method}
 }
@@ -356,6 +368,15 @@ func (a *agent) session(id string) *sess {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sessions[id]
+}
+
+func (a *agent) modes(s *sess) map[string]any {
+	a.mu.Lock()
+	mode := s.mode
+	a.mu.Unlock()
+	return map[string]any{"currentModeId": mode, "availableModes": []any{
+		map[string]any{"id": "default", "name": "Default"},
+		map[string]any{"id": "plan", "name": "Plan", "description": "Plan only"}}}
 }
 
 func (a *agent) configOptions(s *sess) []any {
@@ -471,6 +492,9 @@ func (a *agent) prompt(params json.RawMessage) (any, error) {
 	}
 	if ctx.Err() != nil && a.ctx.Err() == nil {
 		stop = "cancelled"
+	}
+	if stop == "end_turn" {
+		a.remember(s, text.String())
 	}
 	res := map[string]any{"stopReason": stop}
 	if t.respMeta != nil {
@@ -621,6 +645,9 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 		return "end_turn", false, nil
 	case "echo":
 		t.text(strings.Join(blocks, "|"))
+		return "end_turn", false, nil
+	case "recall":
+		t.text(t.a.recall(t.s))
 		return "end_turn", false, nil
 	case "title":
 		t.update(map[string]any{"sessionUpdate": "session_info_update", "title": strings.TrimSpace(strings.TrimPrefix(text, fields[0]))})
