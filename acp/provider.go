@@ -246,7 +246,8 @@ func (p *Provider) procExited(a *agentProc) {
 }
 
 // OpenSession creates an ACP session (session/new) with the session's
-// working directory, starting the agent if it is not running.
+// working directory, starting the agent if it is not running; with
+// opts.Resume it continues that ACP session when the agent can (attach.go).
 func (p *Provider) OpenSession(ctx context.Context, opts backend.SessionOptions, sink backend.Sink) (backend.Session, error) {
 	s, err := newSession(p, opts, sink)
 	if err != nil {
@@ -260,7 +261,7 @@ func (p *Provider) OpenSession(ctx context.Context, opts backend.SessionOptions,
 	}
 	p.sessions[s] = struct{}{}
 	p.mu.Unlock()
-	if err := s.create(ctx); err != nil {
+	if err := s.attach(ctx, opts.Resume); err != nil {
 		s.discard()
 		return nil, err
 	}

@@ -81,6 +81,9 @@ type session struct {
 	// Used by the queue goroutine only (handle).
 	tools   map[string]*trackedTool // the tool calls of the current turn
 	created map[string]bool         // files fs/write_text_file created this turn
+	// replaying is set between replayStart and replayEnd: the agent
+	// replays the conversation of a session/load (attach.go).
+	replaying bool
 }
 
 // trackedTool is what the session remembers of a tool call of the current
@@ -312,6 +315,10 @@ func (s *session) handle(it queueItem) {
 	if it.raw == nil {
 		s.text.flush()
 		switch ev := it.event.(type) {
+		case replayStart:
+			s.replaying = true
+		case replayEnd:
+			s.replaying = false
 		case turnStarted:
 			clear(s.tools)
 			clear(s.created)
@@ -324,6 +331,9 @@ func (s *session) handle(it queueItem) {
 			s.sink.Event(ev)
 		}
 		return
+	}
+	if s.replaying && replayedUpdate(it.raw) {
+		return // already in the bridge's history
 	}
 	kind, evs, err := decodeUpdate(it.raw)
 	if err != nil {
@@ -540,8 +550,9 @@ func (s *session) agentSession(ctx context.Context) (*agentProc, string, error) 
 	}
 }
 
-// recreate runs session/new on a (re)started agent for agentSession, which
-// has set s.recreating to done.
+// recreate re-attaches the ACP session on a (re)started agent for
+// agentSession, which has set s.recreating to done: the earlier
+// conversation continued if the agent can, else a new one (attach.go).
 func (s *session) recreate(ctx context.Context, old *agentProc, oldID string, done chan struct{}) (*agentProc, string, error) {
 	defer func() {
 		s.mu.Lock()
@@ -552,8 +563,8 @@ func (s *session) recreate(ctx context.Context, old *agentProc, oldID string, do
 	if old != nil {
 		old.unregister(oldID, s)
 	}
-	s.log.Warn().Msg("the agent was restarted: creating a new agent session; the earlier conversation history is lost to the agent")
-	if err := s.create(ctx); err != nil {
+	s.log.Warn().Str("acp_session", oldID).Msg("the agent was restarted: re-attaching the agent session")
+	if err := s.attach(ctx, oldID); err != nil {
 		return nil, "", err
 	}
 	s.mu.Lock()

@@ -75,6 +75,11 @@ type SessionOptions struct {
 	// McpServers are passed to the agent as far as it takes them; the
 	// backend reports each one's state with McpServerStatus events.
 	McpServers []McpServer
+	// Resume is the agent's id of an earlier conversation to continue (an
+	// Attached event's ID, kept across a restart of the bridge), or "" for
+	// a new one. A backend that cannot continue it opens a new one and
+	// reports Attached with AttachFresh and why.
+	Resume string
 }
 
 // Sink receives events from a backend session. Implementations must return

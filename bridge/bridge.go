@@ -42,6 +42,9 @@ type Host interface {
 	CreateTerminal(channel string, st wire.TerminalState) error
 	RemoveTerminal(channel string)
 	Progress(session, message string)
+	// SetAgentSessionID records the agent's id of a chat's conversation,
+	// which a restored chat continues (restore.go).
+	SetAgentSessionID(chat, id string) error
 }
 
 // Options configure a Bridge.

@@ -49,6 +49,17 @@ func (s *session) observeChanges(chat string, ev backend.Event) {
 		return
 	}
 	s.changesMu.Lock()
+	lazy := s.changes == nil && s.changesLater
+	cwd := s.changesCwd
+	s.changesLater = false
+	s.changesMu.Unlock()
+	if lazy {
+		// A restored session gets its changeset channel with its first
+		// change (the host restores it after RestoreSession returns); the
+		// changes from before the restart are not kept.
+		s.startChanges(cwd)
+	}
+	s.changesMu.Lock()
 	defer s.changesMu.Unlock()
 	if s.changes == nil {
 		return

@@ -69,6 +69,9 @@ type chat struct {
 	// notices are what the user must be told that no turn was open to show
 	// (a setting the agent refused); the chat's next turn starts with them.
 	notices []string
+	// restored is set for a chat the host brought back from its store: its
+	// backend session is opened on first use (restore.go).
+	restored *restoredChat
 }
 
 type pendingPermission struct {
@@ -106,6 +109,7 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 		SessionID:  c.uri,
 		Cwd:        c.cwd,
 		Model:      c.model,
+		Resume:     c.resumeID(),
 		Roots:      c.sess.roots(c.cwd),  // mcp.go
 		McpServers: c.sess.mcp.servers(), // mcp.go
 	}, backend.SinkFunc(c.Event))
@@ -125,6 +129,10 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 	}
 	if err == nil {
 		for _, st := range settings {
+			if c.restored != nil {
+				c.restoreConfig(be, st)
+				continue
+			}
 			c.applyConfig(be, st.key, st.value)
 		}
 	}
@@ -147,12 +155,15 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 	disposed := c.disposed
 	close(c.ready)
 	switch {
+	case err != nil && c.restored != nil:
+		// The session is ready since before the restart: its turns fail.
+		c.log.Warn().Err(err).Msg("the restored chat's agent session could not be opened; its turns will fail")
 	case err != nil && c.isDefault:
 		c.log.Warn().Err(err).Msg("agent session could not be created")
 		c.dispatchTo(c.sess.uri, &wire.SessionCreationFailedAction{Error: wire.ErrorInfo{ErrorType: "agentError", Message: err.Error()}})
 	case err != nil:
 		c.log.Warn().Err(err).Msg("the chat's agent session could not be created; its turns will fail")
-	case c.isDefault && !disposed:
+	case c.isDefault && !disposed && c.restored == nil:
 		c.dispatchTo(c.sess.uri, &wire.SessionReadyAction{})
 	}
 	c.mu.Unlock()
@@ -217,6 +228,8 @@ func (c *chat) Event(ev backend.Event) {
 		c.applyMetaLocked(ev)
 	case backend.Disconnected:
 		c.log.Warn().Err(e.Err).Msg("agent disconnected")
+	case backend.Attached:
+		c.attachedLocked(e)
 	case backend.McpServerStatus:
 		c.dispatchTo(c.sess.uri, mcpStateAction(e)) // mcp.go
 	case backend.FileEdited:
@@ -364,6 +377,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		case <-c.b.ctx.Done():
 			return
 		}
+		c.openRestored()
 		select {
 		case <-c.ready:
 		case <-c.b.ctx.Done():

@@ -44,16 +44,23 @@ var claudeAgents = []claudeAgent{
 // ag.name.
 func claudeProvider(t *testing.T, ag claudeAgent, llm *mockllm.Server) *acp.Provider {
 	t.Helper()
-	return claudeProviderWith(t, ag, llm, nil)
+	return claudeProviderIn(t, ag, llm, t.TempDir(), nil)
 }
 
 // claudeProviderWith is claudeProvider with MCP servers configured for
 // every session (an agent's mcpServers in the bridge's config).
 func claudeProviderWith(t *testing.T, ag claudeAgent, llm *mockllm.Server, mcp []backend.McpServer) *acp.Provider {
 	t.Helper()
+	return claudeProviderIn(t, ag, llm, t.TempDir(), mcp)
+}
+
+// claudeProviderIn is claudeProvider with the agent's home directory given,
+// so that a second agent process finds the first one's transcripts, and
+// the MCP servers configured for every session.
+func claudeProviderIn(t *testing.T, ag claudeAgent, llm *mockllm.Server, home string, mcp []backend.McpServer) *acp.Provider {
+	t.Helper()
 	script := testenv.NPMFile(t, ag.pkg, ag.script)
 	node := testenv.Command(t, "node")
-	home := t.TempDir()
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),

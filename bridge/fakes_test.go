@@ -55,6 +55,8 @@ type fakeHost struct {
 	log []string
 	// actions are the dispatched actions, by channel, in order.
 	actions map[string][]wire.StateAction
+	// agentIDs are the agent session ids recorded per chat.
+	agentIDs map[string]string
 }
 
 func newFakeHost(t *testing.T, clock *testClock) *fakeHost {
@@ -140,6 +142,20 @@ func (h *fakeHost) RemoveTerminal(channel string) {
 	defer h.mu.Unlock()
 	delete(h.terminals, channel)
 	h.signalLocked()
+}
+
+func (h *fakeHost) SetAgentSessionID(chat, id string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.chats[chat] == nil {
+		return errors.New("unknown chat " + chat)
+	}
+	if h.agentIDs == nil {
+		h.agentIDs = map[string]string{}
+	}
+	h.agentIDs[chat] = id
+	h.signalLocked()
+	return nil
 }
 
 func (h *fakeHost) Progress(session, message string) {

@@ -36,6 +36,10 @@ type session struct {
 
 	changesMu sync.Mutex       // guards changes; taken after a chat's mu
 	changes   *mapping.Changes // the session's changeset (changes.go); nil without one
+	// changesLater is set for a restored session: its changeset starts
+	// with its first change, in changesCwd (changes.go).
+	changesLater bool
+	changesCwd   string
 }
 
 func newSession(b *Bridge, uri, providerID string, p backend.Provider, dirs []string) *session {

@@ -26,6 +26,7 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 		return
 	}
 	origin := &wire.ActionOrigin{ClientID: c.clientIDLocked(), ClientSeq: p.ClientSeq}
+	h.restore(p.Channel)
 	channel, raw := p.Channel, []byte(p.Action)
 	if cd := c.codec; cd != nil {
 		hc, ha, err := cd.Action(p.Channel, p.Action)

@@ -235,8 +235,16 @@ func (h *Host) markUnreadLocked(ch *channel, a wire.StateAction) {
 // its chats (docs/protocol-versions.md §5.6). Called with the group's
 // mutex held.
 func summaryOf(g *sessionGroup) wire.SessionSummary {
+	return summaryWith(g, g.session.session.Chats)
+}
+
+// summaryWith is summaryOf with the chat catalogue given: the store writes
+// the summary the chats' live states make (persist.go), which the session's
+// catalogue catches up with only after the action being stored.
+func summaryWith(g *sessionGroup, chats []wire.ChatSummary) wire.SessionSummary {
 	s := g.summary // identity: resource, provider, createdAt
-	st := g.session.session
+	st := *g.session.session
+	st.Chats = chats
 	s.Provider = st.Provider
 	s.Title = st.Title
 	s.Project = st.Project
@@ -320,6 +328,7 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
 		return
 	}
+	h.persistSummaryLocked(g, changes) // durable before it is announced
 	g.summary = next
 	g.lastSummaryNote = now
 	h.mu.Lock()

@@ -76,6 +76,9 @@ func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionO
 	if err := h.reduce(ch, a); err != nil {
 		return 0, fmt.Errorf("host: applying %s to %s: %w", a.Type(), ch.uri, err)
 	}
+	if h.ds != nil {
+		h.persistLocked(ch, a, len(actionJSON)) // durable before it is broadcast
+	}
 	seq := h.commit(ch, actionJSON, origin, sender)
 	h.followUp(ch, a)
 	return seq, nil
@@ -157,7 +160,7 @@ func (h *Host) settleLocked(ch *channel) {
 	if st.ActiveTurn != nil || len(st.QueuedMessages) == 0 {
 		return
 	}
-	if sess := ch.group.session; sess == nil || sess.session.Lifecycle != wire.SessionLifecycleReady {
+	if sess := ch.group.session; sess == nil || sess.session.Lifecycle != wire.SessionLifecycleReady || ch.group.detached {
 		return
 	}
 	q := st.QueuedMessages[0]

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 
@@ -104,6 +105,14 @@ type sessionGroup struct {
 	// changes is the session's SessionSummary.changes as its handler
 	// last set it (SetSessionChanges, changeset.go).
 	changes *wire.ChangesSummary
+
+	// With a store (persist.go): stored is set once the session's row is
+	// written, storedSummary is the summary as last written, and detached
+	// marks a session brought back from the store that the handler cannot
+	// take over (restore.go).
+	stored        bool
+	storedSummary []byte
+	detached      bool
 }
 
 // chatData is a chat channel's state and the host's bookkeeping about it.
@@ -119,6 +128,21 @@ type chatData struct {
 	// with their encoding, so a change is re-announced and a resolution
 	// removed.
 	inputs map[string]string
+
+	// With a store (persist.go): created orders the chat's row among its
+	// session's; unstored is the index in st.Turns of the first turn not
+	// written yet; snapshot encodes the active turn for the checkpointer;
+	// agentSessionID is the agent's session id behind the chat
+	// (SetAgentSessionID); olderInStore is set for a restored chat whose
+	// oldest turns are only in the store (restore.go).
+	created        int64
+	unstored       int
+	snapshot       func() (json.RawMessage, error)
+	agentSessionID string
+	olderInStore   bool
+	// turnBytes is the encoded size of the active turn's actions so far,
+	// for the checkpointer's byte trigger (checkpoint.go).
+	turnBytes int
 }
 
 func newChannel(uri string, kind chanKind) *channel {

@@ -129,6 +129,7 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 	defer h.mu.Unlock()
 	h.seq++
 	seq := h.seq
+	h.coverSeqLocked(seq)
 	frame, env, action, err := h.encodeEnvelope(&envelopeOut{Channel: ch.uri, Action: actionJSON, ServerSeq: seq, Origin: origin, trusted: true})
 	if err != nil {
 		// actionJSON was produced by json.Marshal, so this cannot fail;
@@ -161,6 +162,7 @@ func (h *Host) sendPrivate(c *conn, channel string, actionJSON []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.seq++
+	h.coverSeqLocked(h.seq)
 	frame, _, action, err := h.encodeEnvelope(&envelopeOut{Channel: channel, Action: actionJSON, ServerSeq: h.seq, trusted: true})
 	if err != nil {
 		h.log.Error().Err(err).Str("channel", channel).Msg("failed to encode a private action")

@@ -41,6 +41,8 @@ type fakeHandler struct {
 	// afterConfirm, when set, holds a turn after its tool call was
 	// answered until it is closed.
 	afterConfirm chan struct{}
+	// restored are the sessions handed over by RestoreSession.
+	restored []RestoredSession
 }
 
 type recordedAction struct {

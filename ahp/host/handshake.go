@@ -169,6 +169,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: clientId is required")))
 		return
 	}
+	h.restoreAll(p.Subscriptions)
 	h.mu.Lock()
 	if !c.initialized {
 		v, known := h.clientVersions[p.ClientID]

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // RootURI is the root channel.
@@ -93,6 +94,15 @@ type Options struct {
 	// NewID returns a fresh identifier for server-started turns (default:
 	// random UUIDv4).
 	NewID func() string
+	// Store keeps sessions and their turns across restarts (persist.go
+	// says what is written when, restore.go how it comes back); nil keeps
+	// everything in memory. The caller opens and closes it; Close stops the
+	// host's use of it first.
+	Store store.Store
+	// OnStoreWrite, when set, is called after every write to Store with
+	// how long it took and its error (metrics). It must be cheap and safe
+	// for concurrent use.
+	OnStoreWrite func(d time.Duration, err error)
 	// ReadOnlyFiles refuses every change to the workspace's files through
 	// the resource commands (resourceWrite, resourceMkdir, …) with
 	// PermissionDenied; reading, listing and watching still work.
@@ -166,10 +176,26 @@ type Host struct {
 	stats   counters
 	ops     opsCounters // see ops.go
 	watches watchSet    // resource watches (resourcewatch.go)
+
+	// ds is the durable side (persist.go); nil without Options.Store.
+	ds *durable
 }
 
-// New returns a Host with the given options.
+// New returns a Host with the given options. With a Store whose serverSeq
+// high-water mark cannot be read, the host logs why and keeps everything
+// in memory; Open reports that error instead.
 func New(opts Options) *Host {
+	h, err := Open(opts)
+	if err != nil {
+		h.log.Error().Err(err).Msg("the state store cannot be used; sessions are kept in memory only")
+	}
+	return h
+}
+
+// Open is New for a caller that wants to know when Options.Store cannot be
+// used: it then returns the error with a host that keeps everything in
+// memory.
+func Open(opts Options) (*Host, error) {
 	if opts.ReplayBuffer <= 0 {
 		opts.ReplayBuffer = DefaultReplayBuffer
 	}
@@ -223,7 +249,12 @@ func New(opts Options) *Host {
 	}
 	h.root.root = &wire.RootState{Agents: agents, ActiveSessions: wire.Ptr[int64](0)}
 	h.channels[RootURI] = h.root
-	return h
+	if opts.Store != nil {
+		if err := h.openDurable(opts.Store); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
 }
 
 // SetHandler installs the handler. Call it before serving connections.
@@ -270,6 +301,7 @@ func (h *Host) Close() {
 	}
 	h.closeWatches()
 	h.wg.Wait()
+	h.closeDurable()
 }
 
 func (h *Host) wireLog(dir string, frame []byte) {

@@ -42,13 +42,8 @@ func (h *Host) serveFiles(r *request, serve func(box *sandbox.Sandbox) (any, err
 // resourceList lists a directory.
 func (h *Host) resourceList(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceListParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	dir, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	dir, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
@@ -114,13 +109,8 @@ func (h *Host) readFile(ctx context.Context, r *request, p wire.ResourceReadPara
 // (createOnly).
 func (h *Host) resourceWrite(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceWriteParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	name, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	name, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	var data []byte
@@ -164,13 +154,8 @@ func decodeBase64(s string) ([]byte, error) {
 // NotFound.
 func (h *Host) resourceResolve(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceResolveParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	name, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	name, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	follow := p.FollowSymlinks == nil || *p.FollowSymlinks
@@ -203,13 +188,8 @@ func (h *Host) resourceResolve(ctx context.Context, r *request, _ string) {
 // resourceMkdir creates a directory and its missing parents.
 func (h *Host) resourceMkdir(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceMkdirParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	name, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	name, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
@@ -221,13 +201,8 @@ func (h *Host) resourceMkdir(ctx context.Context, r *request, _ string) {
 // contents only when asked to be recursive.
 func (h *Host) resourceDelete(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceDeleteParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	name, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	name, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
@@ -239,13 +214,8 @@ func (h *Host) resourceDelete(ctx context.Context, r *request, _ string) {
 // directories.
 func (h *Host) resourceMove(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceMoveParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	src, dst, perr := twoPaths(r.method, p.Source, p.Destination)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	src, dst, ok := h.twoPathParams(r, &p, func() (string, string) { return p.Source, p.Destination })
+	if !ok {
 		return
 	}
 	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
@@ -256,13 +226,8 @@ func (h *Host) resourceMove(ctx context.Context, r *request, _ string) {
 // resourceCopy copies a file or a directory tree.
 func (h *Host) resourceCopy(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceCopyParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	src, dst, perr := twoPaths(r.method, p.Source, p.Destination)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	src, dst, ok := h.twoPathParams(r, &p, func() (string, string) { return p.Source, p.Destination })
+	if !ok {
 		return
 	}
 	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
@@ -270,14 +235,37 @@ func (h *Host) resourceCopy(ctx context.Context, r *request, _ string) {
 	})
 }
 
-func twoPaths(method, source, destination string) (string, string, *Error) {
-	src, perr := paramPath(method, "source", source)
-	if perr != nil {
-		return "", "", perr
+// pathParams decodes r's params into p and resolves the file URI that uri
+// reads from it (after decoding). On a bad request it has replied and
+// returns false.
+func (h *Host) pathParams(r *request, p any, uri func() string) (string, bool) {
+	if err := decodeParams(r.method, r.params, p); err != nil {
+		h.reply(r, nil, err)
+		return "", false
 	}
-	dst, perr := paramPath(method, "destination", destination)
+	name, perr := paramPath(r.method, "uri", uri())
 	if perr != nil {
-		return "", "", perr
+		h.reply(r, nil, perr)
+		return "", false
 	}
-	return src, dst, nil
+	return name, true
+}
+
+// twoPathParams is pathParams for the commands with a source and a
+// destination (resourceMove, resourceCopy).
+func (h *Host) twoPathParams(r *request, p any, paths func() (string, string)) (string, string, bool) {
+	if err := decodeParams(r.method, r.params, p); err != nil {
+		h.reply(r, nil, err)
+		return "", "", false
+	}
+	source, destination := paths()
+	src, perr := paramPath(r.method, "source", source)
+	if perr == nil {
+		var dst string
+		if dst, perr = paramPath(r.method, "destination", destination); perr == nil {
+			return src, dst, true
+		}
+	}
+	h.reply(r, nil, perr)
+	return "", "", false
 }

@@ -60,13 +60,8 @@ const maxGlobs = 256
 // createResourceWatch starts a watch and answers with its channel.
 func (h *Host) createResourceWatch(ctx context.Context, r *request, _ string) {
 	var p wire.CreateResourceWatchParams
-	if err := decodeParams(r.method, r.params, &p); err != nil {
-		h.reply(r, nil, err)
-		return
-	}
-	name, perr := paramPath(r.method, "uri", p.URI)
-	if perr != nil {
-		h.reply(r, nil, perr)
+	name, ok := h.pathParams(r, &p, func() string { return p.URI })
+	if !ok {
 		return
 	}
 	var excludes, includes []string

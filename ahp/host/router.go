@@ -146,6 +146,13 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 		return
 	}
 	r := &request{c: c, id: m.id, method: m.method, params: m.params}
+	if h.ds != nil {
+		// A stored session comes back the first time a request names it,
+		// before a codec looks up its chats.
+		if uri, perr := channelParam(m.params); perr == nil {
+			h.restore(uri)
+		}
+	}
 	if cd := c.codec; cd != nil {
 		method, params, cerr := cd.Request(m.method, m.params)
 		if cerr != nil {

@@ -110,19 +110,26 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess
 
+	// The group's lock is held until the session is stored and announced,
+	// so that nobody reads it half-made; it is free (nobody else can reach
+	// the group yet) and comes before Host.mu in the lock order.
+	g.mu.Lock()
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		g.mu.Unlock()
 		h.reply(r, nil, Errorf(CodeInternalError, "the server is shutting down"))
 		return
 	}
 	if _, exists := h.channels[uri]; exists {
 		h.mu.Unlock()
+		g.mu.Unlock()
 		h.reply(r, nil, Errorf(CodeSessionAlreadyExists, "session %s already exists", uri))
 		return
 	}
 	if h.sessions >= h.opts.MaxSessions {
 		h.mu.Unlock()
+		g.mu.Unlock()
 		h.reply(r, nil, Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
 		return
 	}
@@ -153,12 +160,19 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	h.channels[chatURI] = chat
 	h.sessions++
 	h.dir.add(uri, chatURI)
+	if h.ds != nil {
+		// Stored before it is announced, without holding Host.mu across
+		// the write.
+		h.mu.Unlock()
+		h.indexChat(chatURI, uri)
+		h.storeCatalogueLocked(g)
+		h.mu.Lock()
+	}
 	h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: g.summary})
 	h.mu.Unlock()
 	h.filesCreated(r.c, uri)
 	h.reply(r, nil, nil)
 	h.updateActiveSessions()
-	g.mu.Lock()
 	h.reportProgressLocked(g, 0, fmt.Sprintf("starting the %s agent", provider))
 	g.mu.Unlock()
 	if h.handler != nil {
@@ -181,9 +195,9 @@ func absoluteDir(d string) bool {
 func (h *Host) newChatLocked(g *sessionGroup, uri string, st wire.ChatState) *channel {
 	ch := newChannel(uri, chanChat)
 	ch.mu, ch.group = &g.mu, g
-	ch.chat = &chatData{st: &st}
+	ch.chat = &chatData{st: &st, created: h.opts.Clock()}
 	ch.chat.mirrored = chatSummaryOf(ch.chat.st)
-	ch.chat.mirroredAt = h.opts.Clock()
+	ch.chat.mirroredAt = ch.chat.created
 	g.chats = append(g.chats, ch)
 	return ch
 }
@@ -215,6 +229,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		return
 	}
 	g := ch.group
+	h.deleteStoredLocked(g) // gone from the store before its removal is announced
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
 	}
@@ -288,6 +303,9 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 	if sess.removed {
 		return nil, Errorf(CodeSessionNotFound, "session %s does not exist", sess.uri)
 	}
+	if sess.group.detached {
+		return nil, Errorf(CodeInvalidParams, "session %s was restored from the state file, and this server cannot re-attach its agent; it keeps its history but takes no new chats", sess.uri)
+	}
 	agent := h.agentInfo(sess.session.Provider)
 	if caps := agent.Capabilities; caps == nil || caps.MultipleChats == nil {
 		return nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider)
@@ -319,6 +337,7 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 	})
 	h.channels[p.Chat] = chat
 	h.mu.Unlock()
+	h.indexChat(p.Chat, sess.uri)
 	if _, err := h.applyLocked(sess, wire.Action(&wire.SessionChatAddedAction{Summary: chat.chat.mirrored}), nil, nil); err != nil {
 		h.log.Error().Err(err).Str("chat", p.Chat).Msg("failed to add a chat to the catalogue")
 	}
@@ -400,6 +419,10 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 		h.reply(r, nil, err)
 		return
 	}
+	if h.ds != nil {
+		h.listSessionsStored(r, p)
+		return
+	}
 	items := h.summaries()
 	if p.Cursor != nil {
 		cur, ok := decodeListCursor(*p.Cursor)
@@ -408,7 +431,7 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 			return
 		}
 		i, _ := slices.BinarySearchFunc(items, cur, func(s wire.SessionSummary, c listCursor) int {
-			return cmp.Or(-cmp.Compare(s.ModifiedAt, c.ModifiedAt), cmp.Compare(s.Resource, c.Resource))
+			return cmp.Or(-cmp.Compare(s.ModifiedAt, c.ModifiedAt), -cmp.Compare(s.Resource, c.Resource))
 		})
 		for i < len(items) && items[i].ModifiedAt == cur.ModifiedAt && items[i].Resource == cur.Resource {
 			i++
@@ -430,7 +453,8 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 }
 
 // summaries returns every live session's catalogue entry, most recently
-// modified first.
+// modified first, then by URI descending (the store's order, so that the
+// two merge).
 func (h *Host) summaries() []wire.SessionSummary {
 	h.mu.Lock()
 	var groups []*sessionGroup
@@ -449,7 +473,7 @@ func (h *Host) summaries() []wire.SessionSummary {
 		g.mu.Unlock()
 	}
 	slices.SortFunc(items, func(a, b wire.SessionSummary) int {
-		return cmp.Or(-cmp.Compare(a.ModifiedAt, b.ModifiedAt), cmp.Compare(a.Resource, b.Resource))
+		return cmp.Or(-cmp.Compare(a.ModifiedAt, b.ModifiedAt), -cmp.Compare(a.Resource, b.Resource))
 	})
 	return items
 }

@@ -62,6 +62,9 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 		if ch.removed {
 			return nil, notFoundError(uri)
 		}
+		if ch.kind == chanRoot {
+			h.rootMetaLocked() // the state store's warning (persist.go)
+		}
 		states[i] = ch.state()
 		if ch.kind == chanChat && v.turns > 0 {
 			states[i] = tail(ch.uri, ch.chat.st, v.turns)
@@ -116,6 +119,7 @@ func tail(chat string, st *wire.ChatState, n int) *wire.ChatState {
 // subscribeAll snapshots and subscribes to every known channel in uris;
 // unknown ones are skipped (and logged).
 func (h *Host) subscribeAll(c *conn, uris []string) []snapshotOut {
+	h.restoreAll(uris)
 	snaps := []snapshotOut{}
 	seen := map[string]bool{}
 	for _, uri := range uris {

@@ -96,6 +96,7 @@ func (h *Host) ReadChat(channel string, fn func(*wire.ChatState)) bool {
 func (h *Host) ReadRoot(fn func(*wire.RootState)) {
 	h.root.mu.Lock()
 	defer h.root.mu.Unlock()
+	h.rootMetaLocked()
 	fn(h.root.root)
 }
 

@@ -84,13 +84,13 @@ func (h *Host) fetchTurns(_ context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for fetchTurns: the cursor is not one this server gave out for %s", uri))
 		return
 	}
+	turns, more, found, err := h.turnsBefore(ch, before, DefaultFetchTurnsLimit)
 	ch.mu.Lock()
 	if ch.removed {
 		ch.mu.Unlock()
 		h.reply(r, nil, notFoundError(uri))
 		return
 	}
-	turns, more, found, err := turnsPage(ch.chat.st, before, DefaultFetchTurnsLimit)
 	if err != nil || !found {
 		ch.mu.Unlock()
 		if err != nil {
@@ -143,9 +143,7 @@ func (h *Host) fetchTurnsPage(_ context.Context, r *request, uri string) {
 		h.reply(r, nil, notFoundError(uri))
 		return
 	}
-	ch.mu.Lock()
-	turns, more, found, err := turnsPage(ch.chat.st, deref(p.Before), limit)
-	ch.mu.Unlock()
+	turns, more, found, err := h.turnsBefore(ch, deref(p.Before), limit)
 	switch {
 	case err != nil:
 		h.reply(r, nil, &Error{Code: CodeInternalError, Message: err.Error()})

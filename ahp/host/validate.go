@@ -77,6 +77,9 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		if sess := ch.group.session; sess.session.Lifecycle == wire.SessionLifecycleFailed {
 			return fmt.Sprintf("the session is %s; it takes no turns", sess.session.Lifecycle)
 		}
+		if ch.group.detached {
+			return "this session was restored from the state file, and this server cannot re-attach its agent; it keeps its history but takes no new turns"
+		}
 		if st.ActiveTurn != nil {
 			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)
 		}

@@ -38,6 +38,9 @@ type Config struct {
 	// min and median.
 	Repeat  int
 	Timeout time.Duration
+	// StateNone runs the bridges with --state none (sessions in memory);
+	// by default each keeps them in a state file of its own, as serve does.
+	StateNone bool
 }
 
 func (c *Config) defaults() {
@@ -412,7 +415,7 @@ func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
 func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n, rate, toolEvery int) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(sessions+1))
+	bp, err := startBridge(ctx, cfg, "--max-sessions", strconv.Itoa(sessions+1))
 	if err != nil {
 		return Flow{}, err
 	}
@@ -528,7 +531,7 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	bp, err := startBridge(ctx, cfg.Bin, "--max-sessions", strconv.Itoa(cfg.Idle+1))
+	bp, err := startBridge(ctx, cfg, "--max-sessions", strconv.Itoa(cfg.Idle+1))
 	if err != nil {
 		return nil, err
 	}
@@ -613,7 +616,7 @@ func settledRSS(ctx context.Context, pid int) (int64, error) {
 func startup(ctx context.Context, cfg Config) (*Startup, error) {
 	var ds []time.Duration
 	for i := 0; i < cfg.StartupRuns; i++ {
-		bp, err := startBridge(ctx, cfg.Bin)
+		bp, err := startBridge(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}

@@ -50,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&protos, "protocol", v100, "comma-separated AHP `VERSIONS` the clients speak ("+strings.Join(protocols, ", ")+
 		"); each bridged flow runs once per version, memory, startup and slow-client with the first")
 	fs.IntVar(&cfg.Repeat, "repeat", 1, "run every flow scenario `N` times (round by round) and summarize min and median")
+	fs.BoolVar(&cfg.StateNone, "state-none", false, "run the bridges with --state none (default: each keeps its sessions in a fresh state file, as serve does)")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")
 	fs.StringVar(&out, "json", "ahp-bench.json", "write the report to `FILE` (empty: don't)")
 	if err := fs.Parse(args); err != nil {

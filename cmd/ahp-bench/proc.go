@@ -101,20 +101,32 @@ func childPIDs(pid int) []int {
 
 // bridgeProc is one `ahp-bridge serve` process started for a scenario.
 type bridgeProc struct {
-	cmd     *exec.Cmd
-	URL     string        // ws://…/ from the READY line
-	Startup time.Duration // exec to READY line
-	stderr  *tailBuffer
-	waited  chan error
+	cmd      *exec.Cmd
+	URL      string        // ws://…/ from the READY line
+	Startup  time.Duration // exec to READY line
+	stderr   *tailBuffer
+	waited   chan error
+	stateDir string // the bridge's state file's directory, removed by stop
 }
 
 // floodProvider is the provider id under which the bench agent is served.
 const floodProvider = "flood"
 
 // startBridge runs `BIN serve` on a free loopback port with the scripted
-// agent as provider "flood" and waits for its READY line.
-func startBridge(ctx context.Context, bin string, extra ...string) (*bridgeProc, error) {
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--no-token", "--log-level", "warn",
+// agent as provider "flood" and waits for its READY line. The bridge keeps
+// its sessions in a fresh state file (never the user's), or in memory with
+// cfg.StateNone.
+func startBridge(ctx context.Context, cfg Config, extra ...string) (*bridgeProc, error) {
+	bin := cfg.Bin
+	state, stateDir := "none", ""
+	if !cfg.StateNone {
+		dir, err := os.MkdirTemp("", "ahp-bench-state-")
+		if err != nil {
+			return nil, fmt.Errorf("making the bridge's state directory: %w", err)
+		}
+		state, stateDir = dir+"/state.db", dir
+	}
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--no-token", "--log-level", "warn", "--state", state,
 		"--acp", floodProvider + "=" + shellQuote(bin) + " demo-agent"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -125,9 +137,12 @@ func startBridge(ctx context.Context, bin string, extra ...string) (*bridgeProc,
 	cmd.Stderr = tail
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		if stateDir != "" {
+			_ = os.RemoveAll(stateDir)
+		}
 		return nil, fmt.Errorf("starting the bridge %s: %w", bin, err)
 	}
-	p := &bridgeProc{cmd: cmd, stderr: tail, waited: make(chan error, 1)}
+	p := &bridgeProc{cmd: cmd, stderr: tail, waited: make(chan error, 1), stateDir: stateDir}
 	lines := make(chan string, 1)
 	go func() {
 		r := bufio.NewReader(stdout)
@@ -179,6 +194,9 @@ func (p *bridgeProc) stop() {
 	case <-time.After(5 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.waited
+	}
+	if p.stateDir != "" {
+		_ = os.RemoveAll(p.stateDir)
 	}
 }
 

@@ -53,7 +53,7 @@ func slowClient(ctx context.Context, cfg Config, proto string, d time.Duration) 
 func slowRun(ctx context.Context, cfg Config, proto string, d time.Duration, stalled bool) (*SlowRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	bp, err := startBridge(ctx, cfg.Bin)
+	bp, err := startBridge(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

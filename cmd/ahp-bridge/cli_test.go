@@ -25,7 +25,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // TestEveryCommandHasUsage is finding 8 of issue 11: --help of every
 // command prints its usage on stdout, with its flags spelt with two dashes.
 func TestEveryCommandHasUsage(t *testing.T) {
-	for _, cmd := range []string{"serve", "client", "demo", "demo-agent", "version"} {
+	for _, cmd := range []string{"serve", "sessions", "client", "demo", "demo-agent", "version"} {
 		t.Run(cmd, func(t *testing.T) {
 			code, out, errOut := runCLI(t, cmd, "--help")
 			assert.Equal(t, exitOK, code)

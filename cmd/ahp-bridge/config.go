@@ -42,6 +42,10 @@ type Config struct {
 	// MaxPendingRequests bounds the unanswered asynchronous requests
 	// (completions, the resource* commands) of one connection.
 	MaxPendingRequests int `json:"maxPendingRequests,omitempty"`
+	// State is the SQLite file that keeps sessions and turns across
+	// restarts; "" means store.DefaultPath(), "none" keeps everything in
+	// memory.
+	State string `json:"state,omitempty"`
 	// ReadOnlyFiles refuses every change to the workspace's files, by
 	// clients (resourceWrite, resourceMkdir, …) and by agents
 	// (fs/write_text_file).
@@ -126,7 +130,7 @@ var flagOfKey = map[string]string{
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
-	"maxPendingRequests": "max-pending-requests", "readOnlyFiles": "read-only-files",
+	"maxPendingRequests": "max-pending-requests", "state": "state", "readOnlyFiles": "read-only-files",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -159,7 +163,7 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
-                        [--max-pending-requests N] [--read-only-files]
+                        [--max-pending-requests N] [--state FILE|none] [--read-only-files]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -171,6 +175,13 @@ token, and Prometheus metrics (/metrics) with it. --ops-listen moves them,
 with a status page at /, to a listener of their own without a token (the
 only way to have them under --stdio). SIGHUP reloads the --config file's
 providers; running sessions keep their agent until they end.
+
+Sessions and their turns are kept in a SQLite state file, so that they are
+still there after a restart or a crash: --state FILE picks the file (default
+ahp-bridge/state.db under the user's state directory, e.g.
+~/.local/state/ahp-bridge/state.db) and --state none keeps everything in
+memory. One bridge per file: a second one on the same file refuses to start.
+'ahp-bridge sessions' lists, shows, exports and deletes what it holds.
 
 Settings come from --config FILE (JSON; README.md lists the keys) and from the
 flags. A flag wins over the file; a repeatable flag replaces the file's whole
@@ -193,6 +204,7 @@ type serveFlags struct {
 	replay, maxSessions       int
 	maxSubs, maxPending       int
 	maxFrame                  int64
+	state                     string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -216,6 +228,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxSessions, "max-sessions", 0, fmt.Sprintf("most sessions at once (default %d)", defaultMaxSessions))
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
 	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
+	fs.StringVar(&f.state, "state", "", "keep sessions in the SQLite state `FILE`, or none to keep them in memory (default ahp-bridge/state.db in the user's state directory)")
 	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
 	return fs
 }
@@ -274,6 +287,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("max-sessions", func() { cfg.MaxSessions = f.maxSessions })
 	override("max-subscriptions", func() { cfg.MaxSubscriptions = f.maxSubs })
 	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
+	override("state", func() { cfg.State = f.state })
 	override("read-only-files", func() { cfg.ReadOnlyFiles = f.readOnly })
 	if set["acp"] {
 		cfg.Agents = nil
@@ -364,6 +378,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPendingRequests < 1 {
 		return usagef("%s %d: must be at least 1", c.name("maxPendingRequests"), c.MaxPendingRequests)
+	}
+	if c.src != nil && c.src.flags["state"] && c.State == "" {
+		return usagef("%s: want a file name, or none", c.name("state"))
 	}
 	var given []string
 	for _, k := range []string{"token", "tokenFile", "noToken"} {

@@ -109,6 +109,9 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		LogLevel:  "warn",
 		LogFormat: "console",
 		Agents:    []AgentConfig{{ID: "demo", DisplayName: "Scripted demo agent", Command: shellQuote(exe) + " demo-agent"}},
+		// The demo's one conversation is not worth keeping, and must not
+		// meet a bridge that runs on the user's state file.
+		State: stateNone,
 	}
 	if isTerminal(stdout) {
 		// Slow the scripted agent down so a person sees the text stream in.

@@ -41,6 +41,7 @@ func startServe(t *testing.T, extra ...string) (string, *exec.Cmd, *bytes.Buffer
 func startBinary(t *testing.T, args ...string) (string, *exec.Cmd, *lockedWriter) {
 	t.Helper()
 	cmd := exec.Command(bridgetest.Binary(t), args...)
+	cmd.Env = ownStateDir(t)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stderr := &lockedWriter{w: &bytes.Buffer{}}
@@ -70,6 +71,13 @@ func startBinary(t *testing.T, args ...string) (string, *exec.Cmd, *lockedWriter
 	return "", nil, nil
 }
 
+// ownStateDir is the environment of a binary a test runs: the test's, with
+// a state directory of its own, so that its default state file is nobody
+// else's.
+func ownStateDir(t *testing.T) []string {
+	return append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+}
+
 // lockedWriter lets a test read a child's output while the child writes it.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -94,6 +102,7 @@ func runBin(t *testing.T, timeout time.Duration, stdin string, args ...string) (
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bridgetest.Binary(t), args...)
+	cmd.Env = ownStateDir(t)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -1,8 +1,9 @@
 // Command ahp-bridge lets any AHP (Agent Host Protocol) client drive ACP
 // (Agent Client Protocol) stdio agents and agent-channel WebSocket backends.
 //
-// Subcommands: serve, client, demo, demo-agent (the built-in scripted ACP
-// agent the demo runs as a subprocess) and version. See README.md.
+// Subcommands: serve, sessions, client, demo, demo-agent (the built-in
+// scripted ACP agent the demo runs as a subprocess) and version. See
+// README.md.
 package main
 
 import (
@@ -32,6 +33,7 @@ const usage = `usage: ahp-bridge COMMAND [FLAGS] [ARGS]
 
 Commands:
   serve       run the bridge: AHP clients in, ACP agents and agent-channel backends out
+  sessions    list, show, export or delete the sessions kept in a state file
   client      send a prompt to an AHP server, or follow one of its sessions
   demo        run a bridge with a built-in scripted agent and one conversation
   demo-agent  the built-in scripted ACP agent, on stdin/stdout
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args[1:], stdin, stdout, stderr)
 	case "client":
 		return runClient(ctx, args[1:], stdin, stdout, stderr)
+	case "sessions":
+		return runSessions(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdin, stdout, stderr)
 	case "demo-agent":

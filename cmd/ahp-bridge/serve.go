@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/bridge"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 	"github.com/ahp-bridge/ahp-bridge/ops"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // shutdownGrace is how long agents get to exit after their stdin closes.
@@ -98,16 +100,22 @@ type server struct {
 	order     []string // the providers' ids in the order offered
 	// The ops endpoints: health (listening says whether the AHP side
 	// serves), metrics in a registry of this server's own, the status page.
-	// (the store's writes are fed to metrics when the store is wired in).
 	ops       *ops.Endpoints
 	listening *ops.Flag
 	registry  *prometheus.Registry
 	metrics   *ops.Metrics
+	// storeMetrics is metrics once made: the host's store writes start
+	// before the ops endpoints exist.
+	storeMetrics atomic.Pointer[ops.Metrics]
+
+	// state keeps the sessions (nil under --state none); closed after the
+	// host.
+	state *store.SQLite
 }
 
 // newServer builds a bridge for cfg. errs, when not nil, is the log of
 // recent errors the status page shows.
-func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, error) {
+func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server, err error) {
 	token, err := resolveToken(cfg)
 	if err != nil {
 		return nil, err
@@ -117,6 +125,14 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, err
 		return nil, err
 	}
 	s := &server{cfg: cfg, log: log, token: token, ready: make(chan string, 1), providers: map[string]builtProvider{}}
+	if s.state, err = openStateStore(cfg, log); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && s.state != nil {
+			_ = s.state.Close()
+		}
+	}()
 	providers := make([]backend.Provider, 0, len(built))
 	for _, bp := range built {
 		s.providers[bp.id] = bp
@@ -134,6 +150,14 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, err
 		ServerName:              "ahp-bridge",
 		ReadOnlyFiles:           cfg.ReadOnlyFiles,
 	}
+	if s.state != nil {
+		opts.Store = s.state
+		opts.OnStoreWrite = func(d time.Duration, err error) {
+			if m := s.storeMetrics.Load(); m != nil {
+				m.ObserveStoreWrite(d, err)
+			}
+		}
+	}
 	if cfg.WireLog != "" {
 		wl, err := openWireLog(cfg.WireLog, token)
 		if err != nil {
@@ -150,7 +174,10 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, err
 	// cannot connect (the host logs each connection's choice).
 	log.Debug().Strs("protocolVersions", codec.Supported()).Str("hostVersion", codec.Current.String()).
 		Msg("speaking AHP: each client gets the newest of these it offers")
-	s.host = host.New(opts)
+	if s.host, err = host.Open(opts); err != nil {
+		s.host.Close()
+		return nil, err
+	}
 	s.bridge = bridge.New(providers, bridge.Options{
 		Approve: policy,
 		Logger:  log.With().Str("component", "bridge").Logger(),
@@ -167,9 +194,9 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (*server, err
 }
 
 // setUpOps makes the ops endpoints: readiness (the AHP side listens, every
-// provider started or not needed yet; the store's check joins them when
-// the store is wired in), metrics in a registry of this server's own, and
-// the status page.
+// provider started or not needed yet, the state store's writes succeed),
+// metrics in a registry of this server's own (the store's writes fed to
+// them), and the status page.
 func (s *server) setUpOps(errs *ops.ErrorLog) error {
 	version, rev := buildVersion()
 	s.registry = prometheus.NewRegistry()
@@ -184,9 +211,14 @@ func (s *server) setUpOps(errs *ops.ErrorLog) error {
 		return err
 	}
 	s.metrics = m
+	s.storeMetrics.Store(m)
 	s.listening = ops.NewFlag("the AHP listener is not up yet")
+	checks := []ops.Check{s.listening.Check("listener"), ops.ProvidersCheck(s.bridge)}
+	if s.state != nil {
+		checks = append(checks, ops.StoreCheck(s.state))
+	}
 	s.ops = &ops.Endpoints{
-		Health:  ops.NewHealth(s.listening.Check("listener"), ops.ProvidersCheck(s.bridge)),
+		Health:  ops.NewHealth(checks...),
 		Metrics: ops.MetricsHandler(s.registry),
 		Status:  ops.NewStatus(s.host, s.bridge, errs, version+" (commit "+rev+")"),
 	}
@@ -336,6 +368,7 @@ func (s *server) serveWS(ctx context.Context, stdout io.Writer) error {
 	defer cancel()
 	s.bridge.Close(shutdownCtx)
 	s.host.Close()
+	s.closeState()
 	handler.Close()
 	_ = httpSrv.Shutdown(shutdownCtx)
 	opsLn.stop()
@@ -356,6 +389,7 @@ func (s *server) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writ
 	defer cancel()
 	s.bridge.Close(shutdownCtx)
 	s.host.Close()
+	s.closeState()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -424,5 +458,17 @@ func (o *opsListener) stop() {
 func (s *server) close() {
 	if s.wireLog != nil {
 		s.wireLog.close()
+	}
+	s.host.Close() // a no-op when serving closed it
+	s.closeState()
+}
+
+// closeState closes the state file, after the host that writes it.
+func (s *server) closeState() {
+	if s.state == nil {
+		return
+	}
+	if err := s.state.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+		s.log.Warn().Err(err).Msg("closing the state file")
 	}
 }

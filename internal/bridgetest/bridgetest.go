@@ -39,7 +39,15 @@ type Env struct {
 	URL    string
 	Host   *host.Host
 	Bridge *bridge.Bridge
+
+	closeOnce sync.Once
+	close     func()
 }
+
+// Close stops the bridge as `serve` does on its way out (the bridge, then
+// the host, then the listener), before the test ends: a test of a restart
+// starts a new Env afterwards. The test's end calls it too.
+func (e *Env) Close() { e.closeOnce.Do(e.close) }
 
 // Options tune Start.
 type Options struct {
@@ -114,21 +122,23 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 		srv.Listener = sendBufferListener{Listener: srv.Listener, size: opts.SendBuffer}
 	}
 	srv.Start()
-	t.Cleanup(func() {
-		// The test's own context has ended by now; shutting down gets its
-		// own deadline.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
-		defer cancel()
-		b.Close(ctx)
-		h.Close()
-		handler.Close()
-		srv.Close()
-	})
-	return &Env{
+	env := &Env{
 		URL:    "ws" + strings.TrimPrefix(srv.URL, "http") + "/?tkn=" + Token,
 		Host:   h,
 		Bridge: b,
+		close: func() {
+			// The test's own context may have ended by now; shutting down
+			// gets its own deadline.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+			defer cancel()
+			b.Close(ctx)
+			h.Close()
+			handler.Close()
+			srv.Close()
+		},
 	}
+	t.Cleanup(env.Close)
+	return env
 }
 
 // Client dials and initializes an AHP client subscribed to the root channel.

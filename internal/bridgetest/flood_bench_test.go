@@ -18,9 +18,11 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 	"github.com/ahp-bridge/ahp-bridge/ops"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // BenchmarkBridgeFlood streams b.N 64-byte agent_message_chunks from the
@@ -49,17 +51,18 @@ func BenchmarkBridgeFlood(b *testing.B) {
 // the write-latency sample, and a scrape at the end. docs/performance.md
 // records the difference (issue 18 allows at most 2 %).
 func BenchmarkBridgeFloodMetrics(b *testing.B) {
-	b.Run("without", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, false) })
-	b.Run("with", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, true) })
+	b.Run("without", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, false, nil) })
+	b.Run("with", func(b *testing.B) { benchFloodWith(b, true, "1.0.0", 1, 0, true, nil) })
 }
 
 func benchFlood(b *testing.B, coalesce bool, version string, clients, toolEvery int) {
-	benchFloodWith(b, coalesce, version, clients, toolEvery, false)
+	benchFloodWith(b, coalesce, version, clients, toolEvery, false, nil)
 }
 
-func benchFloodWith(b *testing.B, coalesce bool, version string, clients, toolEvery int, metrics bool) {
+// benchFloodWith is the flood; st, when not nil, is the host's state store.
+func benchFloodWith(b *testing.B, coalesce bool, version string, clients, toolEvery int, metrics bool, st store.Store) {
 	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(b)}, CoalesceText: coalesce}, zerolog.Nop())
-	env := Start(b, []backend.Provider{p}, Options{})
+	env := Start(b, []backend.Provider{p}, Options{Host: host.Options{Store: st}})
 	var reg *prometheus.Registry
 	if metrics {
 		reg = prometheus.NewRegistry()

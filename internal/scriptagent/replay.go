@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ReplayEnv names the replay file cmd/scriptagent plays instead of the
@@ -27,9 +28,11 @@ const ReplayEnv = "SCRIPTAGENT_REPLAY"
 //	    have these top-level values; remember it as NAME
 //	{"respond": NAME, "result": {...}} or {"respond": NAME, "error": {...}}
 //	    answer the request remembered as NAME
-//	{"send": FRAME, "as": NAME}
+//	{"send": FRAME, "as": NAME, "until": PATH}
 //	    write FRAME; a request (with "id" and "method") given "as" waits for
-//	    the client's response, remembered as NAME
+//	    the client's response, remembered as NAME; with "until", the request
+//	    is sent again (every untilPause) until the response's value at PATH
+//	    is neither null nor empty, as an agent polls terminal/output
 //	{"stderr": TEXT, "repeat": N}
 //	    write TEXT (with "%d" replaced by 1..N when repeat is given) to stderr
 //	{"exit": CODE}
@@ -224,13 +227,23 @@ func (r *replayer) step(st map[string]json.RawMessage) error {
 			r.write(frame)
 			return nil
 		}
-		key, _ := json.Marshal(frame["id"])
-		ch := make(chan map[string]any, 1)
-		r.mu.Lock()
-		r.responses[string(key)] = ch
-		r.mu.Unlock()
-		r.write(frame)
-		r.vars[name] = <-ch
+		until := str("until")
+		for tries := 0; ; tries++ {
+			key, _ := json.Marshal(frame["id"])
+			ch := make(chan map[string]any, 1)
+			r.mu.Lock()
+			r.responses[string(key)] = ch
+			r.mu.Unlock()
+			r.write(frame)
+			r.vars[name] = <-ch
+			if until == "" || !empty(r.lookup(name+"."+until)) {
+				break
+			}
+			if tries == untilTries {
+				return fmt.Errorf("%s.%s stayed empty after %d tries", name, until, tries+1)
+			}
+			time.Sleep(untilPause)
+		}
 	case st["stderr"] != nil:
 		text := str("stderr")
 		var n int
@@ -249,6 +262,28 @@ func (r *replayer) step(st map[string]json.RawMessage) error {
 		return errors.New("unknown step")
 	}
 	return nil
+}
+
+// untilPause and untilTries pace and bound an "until" step's polling (10 s).
+const (
+	untilPause = 10 * time.Millisecond
+	untilTries = 1000
+)
+
+// empty reports whether a remembered value is null or an empty string,
+// object or array.
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 var replayRef = regexp.MustCompile(`\$\{([A-Za-z0-9_.]+)\}`)

@@ -71,6 +71,9 @@
 //	                               resource:URI=blob:MIME, image:MIME,
 //	                               audio:MIME), each followed by "+meta" when
 //	                               the block carries a _meta
+//	recall                         replies "recall: " and the session's earlier
+//	                               prompts joined with " | " (or "nothing");
+//	                               see sessions.go for resume and load
 //	title TEXT                     session_info_update with title TEXT
 //	usage                          usage_update (used 1234, size 200000)
 //	error                          the prompt request fails with a JSON-RPC
@@ -86,7 +89,9 @@
 // "Authentication required" until the client authenticates with the auth
 // method initialize lists ("script-token"), and with
 // SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
-// streaming is visible to a person watching.
+// streaming is visible to a person watching. SCRIPTAGENT_SESSIONS makes it
+// advertise session/resume and session/load, and SCRIPTAGENT_STATE_DIR keeps
+// its sessions across runs (sessions.go).
 // SCRIPTAGENT_CAPS=LIST sets the capabilities initialize announces: a comma
 // list of image, audio, embeddedContext (promptCapabilities) and http, sse
 // (mcpCapabilities), or "none"; embeddedContext alone by default. With
@@ -134,6 +139,8 @@ type sess struct {
 	mode   string
 	cancel context.CancelFunc
 	mcp    []string // "name=transport" of session/new's mcpServers
+	// history is the text of the session's completed prompts (sessions.go).
+	history []string
 }
 
 type agent struct {
@@ -206,7 +213,7 @@ func (a *agent) logLine(line []byte) {
 }
 
 // capabilities is initialize's agentCapabilities, after SCRIPTAGENT_CAPS.
-func capabilities() map[string]any {
+func capabilities(load bool, sessCaps map[string]any) map[string]any {
 	list := os.Getenv("SCRIPTAGENT_CAPS")
 	if list == "" {
 		list = "embeddedContext"
@@ -223,10 +230,10 @@ func capabilities() map[string]any {
 		}
 	}
 	return map[string]any{
-		"loadSession":         false,
+		"loadSession":         load,
 		"promptCapabilities":  prompt,
 		"mcpCapabilities":     mcp,
-		"sessionCapabilities": map[string]any{"close": map[string]any{}},
+		"sessionCapabilities": sessCaps,
 	}
 }
 
@@ -322,9 +329,14 @@ func (a *agent) call(method string, params any) (json.RawMessage, error) {
 func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "initialize":
+		resume, load, _ := sessionCaps()
+		sessCaps := map[string]any{"close": map[string]any{}}
+		if resume {
+			sessCaps["resume"] = map[string]any{}
+		}
 		res := map[string]any{
 			"protocolVersion":   1,
-			"agentCapabilities": capabilities(),
+			"agentCapabilities": capabilities(load, sessCaps),
 			"agentInfo":         map[string]any{"name": "scriptagent", "version": "1.0.0"},
 			"authMethods":       []any{},
 		}
@@ -371,10 +383,11 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 			mcp = append(mcp, m.Name+"="+tr)
 		}
 		a.mu.Lock()
-		a.nextSess++
-		s := &sess{id: fmt.Sprintf("sess-%d", a.nextSess), cwd: p.Cwd, model: "script-fast", mode: "default", mcp: mcp}
+		s := &sess{id: a.newSessionIDLocked(), cwd: p.Cwd, model: "script-fast", mode: "default", mcp: mcp}
 		a.sessions[s.id] = s
 		a.mu.Unlock()
+		a.persist(s)
+		a.logPath("new", s.id)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
@@ -390,10 +403,7 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		}()
 		// An update before the response: clients must not lose it.
 		a.notify(s.id, map[string]any{"sessionUpdate": "session_info_update", "title": "Script session"})
-		return map[string]any{"sessionId": s.id, "configOptions": a.configOptions(s),
-			"modes": map[string]any{"currentModeId": s.mode, "availableModes": []any{
-				map[string]any{"id": "default", "name": "Default"},
-				map[string]any{"id": "plan", "name": "Plan", "description": "Plan only"}}}}, nil
+		return map[string]any{"sessionId": s.id, "configOptions": a.configOptions(s), "modes": a.modes(s)}, nil
 	case "session/set_config_option":
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -439,6 +449,8 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		return map[string]any{}, nil
 	case "session/prompt":
 		return a.prompt(params)
+	case "session/resume", "session/load":
+		return a.reopen(method, params)
 	}
 	return nil, &rpcError{Code: -32601, Message: "Method not found: " + method}
 }
@@ -447,6 +459,15 @@ func (a *agent) session(id string) *sess {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sessions[id]
+}
+
+func (a *agent) modes(s *sess) map[string]any {
+	a.mu.Lock()
+	mode := s.mode
+	a.mu.Unlock()
+	return map[string]any{"currentModeId": mode, "availableModes": []any{
+		map[string]any{"id": "default", "name": "Default"},
+		map[string]any{"id": "plan", "name": "Plan", "description": "Plan only"}}}
 }
 
 func (a *agent) configOptions(s *sess) []any {
@@ -578,6 +599,9 @@ func (a *agent) prompt(params json.RawMessage) (any, error) {
 	}
 	if ctx.Err() != nil && a.ctx.Err() == nil {
 		stop = "cancelled"
+	}
+	if stop == "end_turn" {
+		a.remember(s, text.String())
 	}
 	res := map[string]any{"stopReason": stop}
 	if t.respMeta != nil {
@@ -756,6 +780,9 @@ func (t *turn) run(word string, fields []string, text string, blocks []string) (
 				return "", false, err
 			}
 		}
+		return "end_turn", false, nil
+	case "recall":
+		t.text(t.a.recall(t.s))
 		return "end_turn", false, nil
 	case "title":
 		t.update(map[string]any{"sessionUpdate": "session_info_update", "title": strings.TrimSpace(strings.TrimPrefix(text, fields[0]))})

@@ -31,7 +31,7 @@
 //
 // Hand-written, beside the generated code: StringOrMarkdown, ToolInput and
 // SessionStatus (helpers.go), the JSON-RPC framing the schemas leave out
-// (jsonrpc.go, JsonRpcMessage and its four kinds), and the table of
+// (jsonrpc.go: aliases of ahp/wire's, since it did not change), and the table of
 // client-dispatchable action types (dispatch.go, ClientDispatchable).
 //
 // # Conventions

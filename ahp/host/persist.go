@@ -1,0 +1,678 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/store"
+)
+
+// This file is what the host writes to its store (Options.Store), and when:
+//
+//   - A catalogue change (createSession, the session's lifecycle, title,
+//     config, working directories, read and archived flags, a chat added or
+//     removed, a turn started, and any change of the root-catalogue summary
+//     beyond its activity and modification time) rewrites the session's row
+//     and its chats' rows, synchronously under the session's lock, before
+//     the action is broadcast.
+//   - A completed turn (turnComplete, turnCancelled, error) is appended with
+//     those rows in one transaction, also before the action is broadcast.
+//   - A streaming turn is handed to the store's Checkpointer on every
+//     action that changes it; the Checkpointer writes it off the hot path,
+//     at least every 250 ms or 64 KiB (half the turn beyond 128 KiB,
+//     checkpoint.go says why). Its encoding happens on the Checkpointer's
+//     goroutine from a copy taken under the session's lock, so the lock is
+//     never held across an encoding of a large turn or I/O.
+//   - disposeSession deletes the session's rows before sessionRemoved is
+//     announced.
+//   - serverSeq is covered by a store.SeqReserve before each broadcast.
+//
+// A failed write never fails the action: the host keeps serving from
+// memory, logs the failure (at most once a minute while writes keep
+// failing), and shows a warning in the root state's _meta under
+// StateWarningMeta until a write succeeds. Turns whose write failed are
+// written with the chat's next successful one.
+
+// StateWarningMeta is the root state's _meta key that carries a warning
+// while writes to the state store fail: {"message": "…", "since": ISO
+// time}. It is absent while writes succeed. Root _meta changes through no
+// action, so a client sees it in root snapshots (initialize, subscribe,
+// reconnect) taken while writes fail.
+const StateWarningMeta = "ahp-bridge/stateWarning"
+
+// storeWriteTimeout bounds one synchronous write, so that a stalled disk
+// holds a session's lock for a bounded time rather than for ever.
+const storeWriteTimeout = 10 * time.Second
+
+// failureLogEvery is how often a store that keeps failing is logged again.
+const failureLogEvery = time.Minute
+
+// storedFormat versions the JSON the host keeps in the store's blobs.
+const storedFormat = 1
+
+// durable is the host's side of its store. It exists only when
+// Options.Store is set.
+type durable struct {
+	st  store.Store // wrapped: every write is observed (observedStore)
+	seq *store.SeqReserve
+	cp  *store.Checkpointer
+
+	mu sync.Mutex
+	// failing is set from a failed write until one succeeds; failedAt is
+	// when it started, lastLog when it was last logged and since how many
+	// failures.
+	failing  bool
+	failedAt time.Time
+	lastLog  time.Time
+	failures int
+	// seqFailAt is when an uncovered serverSeq was last logged (Unix ns).
+	// Atomic, not under mu: it is set under Host.mu, which may be held
+	// with the root's lock, and mu is taken before the root's.
+	seqFailAt atomic.Int64
+	// chatIndex maps every stored chat to its session, for a client that
+	// names a chat of a session that is not in memory. nil until first
+	// needed (see restore.go).
+	chatIndex map[string]string
+	// loading holds the sessions being brought back from the store, so
+	// that concurrent requests wait for one load (restore.go).
+	loading map[string]chan struct{}
+	// warning is what the root's _meta should show, nil while writes
+	// succeed (rootMetaLocked).
+	warning atomic.Pointer[stateWarning]
+}
+
+// openDurable starts the host's durable side over st: the serverSeq
+// reserve and the checkpointer. It reads the stored serverSeq high-water
+// mark, which is why it can fail.
+func (h *Host) openDurable(st store.Store) error {
+	d := &durable{loading: map[string]chan struct{}{}}
+	d.st = &observedStore{Store: st, h: h}
+	// Set before the reserve's first write starts, which notes its outcome.
+	h.ds = d
+	seq, err := store.NewSeqReserve(context.Background(), d.st, 0)
+	if err != nil {
+		h.ds = nil
+		return fmt.Errorf("host: opening the state store: %w", err)
+	}
+	d.seq = seq
+	d.cp = store.NewCheckpointer(d.st, store.CheckpointerOptions{OnError: func(err error) {
+		// A failed write was noted by observedStore already; what is left
+		// is a turn that ended before its checkpoint was taken (nothing
+		// wrong) or one that could not be encoded (a bug, logged).
+		if !onlyTurnGone(err) {
+			h.log.Debug().Err(err).Msg("a checkpoint of a streaming turn was not written")
+		}
+	}})
+	h.seq = seq.Start()
+	return nil
+}
+
+// closeDurable writes what the checkpointer holds and stops it and the
+// serverSeq reserve. The store itself is the caller's to close.
+func (h *Host) closeDurable() {
+	if h.ds == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeWriteTimeout)
+	defer cancel()
+	if err := h.ds.cp.Close(ctx); err != nil && !onlyTurnGone(err) {
+		h.log.Warn().Err(err).Msg("the last checkpoints of streaming turns could not be written at shutdown")
+	}
+	_ = h.ds.seq.Close()
+}
+
+// observedStore is the store as the host uses it: every write is timed for
+// Options.OnStoreWrite and its outcome noted, so that the failure warning
+// and the metrics cover the checkpointer's and the serverSeq reserve's
+// writes as well as the host's own.
+type observedStore struct {
+	store.Store
+	h *Host
+}
+
+func (o *observedStore) done(start time.Time, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		// The caller's business (a row not there), not the file failing.
+		return err
+	}
+	if f := o.h.opts.OnStoreWrite; f != nil {
+		f(time.Since(start), err)
+	}
+	if err == nil {
+		o.h.storeRecovered()
+	} else if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) {
+		o.h.storeFailed(err, "")
+	}
+	return err
+}
+
+func (o *observedStore) PutSession(ctx context.Context, s store.Session, chats ...store.Chat) error {
+	start := time.Now()
+	return o.done(start, o.Store.PutSession(ctx, s, chats...))
+}
+
+func (o *observedStore) PutChat(ctx context.Context, c store.Chat) error {
+	start := time.Now()
+	return o.done(start, o.Store.PutChat(ctx, c))
+}
+
+func (o *observedStore) AppendTurn(ctx context.Context, c store.TurnCommit) error {
+	start := time.Now()
+	return o.done(start, o.Store.AppendTurn(ctx, c))
+}
+
+func (o *observedStore) DeleteSession(ctx context.Context, uri string) error {
+	start := time.Now()
+	return o.done(start, o.Store.DeleteSession(ctx, uri))
+}
+
+func (o *observedStore) PutCheckpoints(ctx context.Context, cps []store.Checkpoint) error {
+	start := time.Now()
+	return o.done(start, o.Store.PutCheckpoints(ctx, cps))
+}
+
+func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
+	start := time.Now()
+	return o.done(start, o.Store.RaiseSeqHighWater(ctx, v))
+}
+
+// storeFailed notes a failed write: the first one of a run is logged at
+// once and raises the root warning; later ones are logged once a minute.
+// what, when not empty, says what was being written (the store's own
+// errors say which file). It takes no host lock (writes happen under a
+// session's lock, or under Host.mu when SeqReserve.Cover waits for one),
+// so the warning reaches the root state when the root is next read
+// (rootMetaLocked).
+func (h *Host) storeFailed(err error, what string) {
+	d := h.ds
+	now := time.Now()
+	d.mu.Lock()
+	d.failures++
+	first := !d.failing
+	if first {
+		d.failing, d.failedAt = true, now
+	}
+	logNow := first || now.Sub(d.lastLog) >= failureLogEvery
+	n := d.failures
+	if logNow {
+		d.lastLog, d.failures = now, 0
+	}
+	if first {
+		// Under d.mu, so that a success racing with this failure cannot
+		// clear the warning before it is raised.
+		d.warning.Store(&stateWarning{
+			Message: "ahp-bridge cannot write its state file: " + err.Error() + "; sessions are served from memory, and what changes now may be lost if the bridge restarts",
+			Since:   reducer.FormatTime(now.UnixMilli()),
+		})
+	}
+	d.mu.Unlock()
+	if logNow {
+		ev := h.log.Error().Err(err).Int("failedWrites", n)
+		if what != "" {
+			ev = ev.Str("writing", what)
+		}
+		ev.Msg("the state store cannot be written; sessions are served from memory and what changes now may be lost at a restart (logged again in a minute while this lasts)")
+	}
+}
+
+// storeRecovered notes a successful write: a run of failures ends.
+func (h *Host) storeRecovered() {
+	d := h.ds
+	d.mu.Lock()
+	if !d.failing {
+		d.mu.Unlock()
+		return
+	}
+	d.failing = false
+	n, since := d.failures, d.failedAt
+	d.failures = 0
+	d.warning.Store(nil)
+	d.mu.Unlock()
+	h.log.Info().Dur("failedFor", time.Since(since)).Int("failedWritesSinceLastLog", n).Msg("the state store is written again")
+}
+
+// stateWarning is the value of the root's StateWarningMeta.
+type stateWarning struct {
+	Message string `json:"message"`
+	Since   string `json:"since"`
+}
+
+// rootMetaLocked brings the store warning in the root state's _meta up to
+// date: shown while writes fail, removed once they succeed. Called with the
+// root's lock held, before the root state is read. The map is replaced,
+// never changed in place.
+func (h *Host) rootMetaLocked() {
+	if h.ds == nil {
+		return
+	}
+	w := h.ds.warning.Load()
+	cur, shown := h.root.root.Meta[StateWarningMeta].(map[string]any)
+	if w == nil && !shown || w != nil && shown && cur["message"] == w.Message && cur["since"] == w.Since {
+		return
+	}
+	meta := make(map[string]any, len(h.root.root.Meta)+1)
+	for k, v := range h.root.root.Meta {
+		meta[k] = v
+	}
+	if w == nil {
+		delete(meta, StateWarningMeta)
+	} else {
+		meta[StateWarningMeta] = map[string]any{"message": w.Message, "since": w.Since}
+	}
+	if len(meta) == 0 {
+		meta = nil
+	}
+	h.root.root.Meta = meta
+}
+
+// coverSeqLocked makes sure seq is at most the stored serverSeq high-water
+// mark before it is broadcast. Called with Host.mu held. A failure is
+// logged, at most once a minute: the bridge keeps serving, and a restart
+// before the mark is raised could hand seq out again.
+func (h *Host) coverSeqLocked(seq int64) {
+	if h.ds == nil {
+		return
+	}
+	if err := h.ds.seq.Cover(seq); err != nil && !errors.Is(err, store.ErrClosed) {
+		now, last := time.Now().UnixNano(), h.ds.seqFailAt.Load()
+		if now-last >= int64(failureLogEvery) && h.ds.seqFailAt.CompareAndSwap(last, now) {
+			h.log.Error().Err(err).Msg("serverSeq is not covered by the state store; a restart now could repeat serverSeq values (logged again in a minute while this lasts)")
+		}
+	}
+}
+
+// storeCtx is the context of one synchronous write.
+func storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeWriteTimeout)
+}
+
+// --- what is written ---
+
+// storedSession is the JSON the host keeps in a session row's Summary:
+// the root-catalogue entry listSessions serves without loading the
+// session, and the session's state (without its config, which has a
+// column of its own, and without what lives only while the process does:
+// active clients, inputs needed).
+type storedSession struct {
+	V       int                 `json:"v"`
+	Summary wire.SessionSummary `json:"summary"`
+	State   *wire.SessionState  `json:"state"`
+}
+
+// storedChat is the JSON the host keeps in a chat row's Summary: the
+// chat's state without its turns (rows of their own) and without what
+// lives only while the process does. Its active turn, when it has one, is
+// kept without its response parts: the turn's start (the user's message)
+// is durable from the moment it is announced; its content is in the
+// chat's checkpoint.
+type storedChat struct {
+	V     int             `json:"v"`
+	State *wire.ChatState `json:"state"`
+}
+
+// sessionRowLocked encodes a session's catalogue row. Called with the
+// group's mutex held.
+func (h *Host) sessionRowLocked(g *sessionGroup) (store.Session, []byte, error) {
+	src := g.session.session
+	st := *src
+	st.Config, st.ActiveClients, st.InputNeeded = nil, nil, nil
+	sum := liveSummary(g)
+	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st})
+	if err != nil {
+		return store.Session{}, nil, fmt.Errorf("encoding session %s for the state store: %w", g.session.uri, err)
+	}
+	var cfg json.RawMessage
+	if src.Config != nil {
+		if cfg, err = json.Marshal(src.Config); err != nil {
+			return store.Session{}, nil, fmt.Errorf("encoding the config of session %s for the state store: %w", g.session.uri, err)
+		}
+	}
+	row := store.Session{
+		URI:         g.session.uri,
+		Provider:    src.Provider,
+		Title:       src.Title,
+		WorkingDirs: src.WorkingDirectories,
+		Config:      cfg,
+		Summary:     blob,
+		Created:     isoTime(sum.CreatedAt),
+		Modified:    isoTime(sum.ModifiedAt),
+	}
+	return row, blob, nil
+}
+
+// chatRowLocked encodes a chat's row. Called with the group's mutex held.
+func (h *Host) chatRowLocked(g *sessionGroup, ch *channel) (store.Chat, error) {
+	st := *ch.chat.st
+	st.Turns, st.TurnsNextCursor, st.BackgroundWork, st.SteeringMessage, st.QueuedMessages = nil, nil, nil, nil, nil
+	if t := st.ActiveTurn; t != nil {
+		st.ActiveTurn = &wire.ActiveTurn{ID: t.ID, StartedAt: t.StartedAt, Message: t.Message, ResponseParts: []wire.ResponsePart{}}
+	}
+	blob, err := json.Marshal(storedChat{V: storedFormat, State: &st})
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("encoding chat %s for the state store: %w", ch.uri, err)
+	}
+	return store.Chat{
+		URI:          ch.uri,
+		SessionURI:   g.session.uri,
+		ACPSessionID: ch.chat.agentSessionID,
+		Summary:      blob,
+		Created:      time.UnixMilli(ch.chat.created),
+	}, nil
+}
+
+// storeCatalogueLocked writes the session's row and all its chats' rows.
+// Called with the group's mutex held; a no-op without a store or for a
+// removed session.
+func (h *Host) storeCatalogueLocked(g *sessionGroup) {
+	if h.ds == nil || g.session == nil || g.session.removed {
+		return
+	}
+	row, blob, err := h.sessionRowLocked(g)
+	if err != nil {
+		h.log.Error().Err(err).Msg("a session could not be encoded for the state store")
+		return
+	}
+	chats := make([]store.Chat, 0, len(g.chats))
+	for _, c := range g.chats {
+		cr, err := h.chatRowLocked(g, c)
+		if err != nil {
+			h.log.Error().Err(err).Msg("a chat could not be encoded for the state store")
+			return
+		}
+		chats = append(chats, cr)
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := h.ds.st.PutSession(ctx, row, chats...); err != nil {
+		return // noted by observedStore
+	}
+	g.stored, g.storedSummary = true, summaryJSON(blob)
+	// Turns whose write failed earlier go now that the rows are there.
+	for _, c := range g.chats {
+		if c.chat.unstored < len(c.chat.st.Turns) {
+			h.storeTurnsLocked(c)
+		}
+	}
+}
+
+// storeTurnsLocked appends the chat's completed turns not yet stored (the
+// one that just ended, and any whose write failed before), with the
+// session's and the chat's rows. Called with the group's mutex held.
+func (h *Host) storeTurnsLocked(ch *channel) {
+	if h.ds == nil || ch.removed {
+		return
+	}
+	g := ch.group
+	if !g.stored {
+		// The session's row was never written (its creation's write
+		// failed): write it, with every chat, which stores the turns.
+		h.storeCatalogueLocked(g)
+		return
+	}
+	cd := ch.chat
+	for cd.unstored < len(cd.st.Turns) {
+		t := &cd.st.Turns[cd.unstored]
+		data, err := encodeTurn(t)
+		if err != nil {
+			h.log.Error().Err(err).Str("chat", ch.uri).Str("turn", t.ID).Msg("a turn could not be encoded for the state store")
+			cd.unstored++ // it would fail for ever; the next ones still go
+			continue
+		}
+		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Data: data, EndedAt: turnEnd(t, h.opts.Clock())}}
+		var blob []byte
+		if cd.unstored == len(cd.st.Turns)-1 {
+			// The last one carries the rows the turn changed.
+			row, b, err := h.sessionRowLocked(g)
+			if err == nil {
+				var cr store.Chat
+				if cr, err = h.chatRowLocked(g, ch); err == nil {
+					commit.Session, commit.Chat, blob = &row, &cr, b
+				}
+			}
+			if err != nil {
+				h.log.Error().Err(err).Msg("the rows of a completed turn could not be encoded for the state store")
+			}
+		}
+		ctx, cancel := storeCtx()
+		err = h.ds.st.AppendTurn(ctx, commit)
+		cancel()
+		if errors.Is(err, store.ErrNotFound) {
+			// The chat's row is missing (the write that added it failed):
+			// rewrite the catalogue, which appends the turns itself.
+			g.stored = false
+			h.storeCatalogueLocked(g)
+			return
+		}
+		if err != nil {
+			return // noted by observedStore; retried with the next write
+		}
+		cd.unstored++
+		if blob != nil {
+			g.storedSummary = summaryJSON(blob)
+		}
+	}
+}
+
+// deleteStoredLocked deletes a session's rows, before its removal is
+// announced. Called with the group's mutex held.
+func (h *Host) deleteStoredLocked(g *sessionGroup) {
+	if h.ds == nil {
+		return
+	}
+	for _, c := range g.chats {
+		h.ds.cp.Forget(c.uri)
+	}
+	h.unindexSession(g)
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := h.ds.st.DeleteSession(ctx, g.session.uri); err != nil && !errors.Is(err, store.ErrNotFound) {
+		h.log.Warn().Err(err).Str("session", g.session.uri).Msg("the disposed session's rows could not be deleted; it may come back after a restart")
+	}
+}
+
+// persistLocked writes what an action just reduced into ch makes durable,
+// before the action is broadcast (see the top of this file). size is the
+// action's encoded length, the measure of a streaming turn's growth.
+// Called with ch.mu held, from applyLocked.
+func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
+	switch ch.kind {
+	case chanChat:
+		switch a.Value.(type) {
+		case *wire.ChatTurnCompleteAction, *wire.ChatTurnCancelledAction, *wire.ChatErrorAction:
+			if ch.chat.unstored < len(ch.chat.st.Turns) {
+				h.ds.cp.Forget(ch.uri) // the completed turn supersedes its checkpoint
+				ch.chat.snapshot = nil
+				h.storeTurnsLocked(ch)
+			}
+			return
+		case *wire.ChatTurnStartedAction:
+			if t := ch.chat.st.ActiveTurn; t != nil {
+				ch.chat.snapshot = h.activeTurnSnapshot(ch, t.ID)
+				ch.chat.turnBytes = 0
+			}
+			h.storeCatalogueLocked(ch.group)
+			return
+		case *wire.ChatIsReadChangedAction, *wire.ChatIsArchivedChangedAction,
+			*wire.ChatWorkingDirectorySetAction, *wire.ChatWorkingDirectoryRemovedAction:
+			h.storeCatalogueLocked(ch.group)
+			return
+		case *wire.ChatDraftChangedAction, *wire.ChatPendingMessageSetAction, *wire.ChatPendingMessageRemovedAction,
+			*wire.ChatQueuedMessagesReorderedAction, *wire.ChatActivityChangedAction:
+			return // not part of the turn, and not a catalogue change
+		}
+		if t := ch.chat.st.ActiveTurn; t != nil && ch.chat.snapshot != nil {
+			ch.chat.turnBytes += size
+			h.ds.cp.PutFunc(ch.uri, t.ID, checkpointGrowth(size, ch.chat.turnBytes), ch.chat.snapshot)
+		}
+	case chanSession:
+		switch a.Value.(type) {
+		case *wire.SessionReadyAction, *wire.SessionCreationFailedAction, *wire.SessionTitleChangedAction,
+			*wire.SessionConfigChangedAction, *wire.SessionWorkingDirectorySetAction,
+			*wire.SessionWorkingDirectoryRemovedAction, *wire.SessionWorkingDirectoryReplacedAction,
+			*wire.SessionChatAddedAction, *wire.SessionChatRemovedAction, *wire.SessionIsReadChangedAction,
+			*wire.SessionIsArchivedChangedAction, *wire.SessionDefaultChatChangedAction, *wire.SessionChatsReorderedAction:
+			h.storeCatalogueLocked(ch.group)
+		}
+	}
+}
+
+// persistSummaryLocked writes the session's rows when its root-catalogue
+// entry changed in more than its activity and modification time and the
+// change is not stored yet, before root/sessionSummaryChanged announces
+// it. Called with the group's mutex held, from refreshSummaryLocked.
+func (h *Host) persistSummaryLocked(g *sessionGroup, changes map[string]json.RawMessage) {
+	if h.ds == nil {
+		return
+	}
+	material := false
+	for k := range changes {
+		if k != "activity" && k != "modifiedAt" {
+			material = true
+			break
+		}
+	}
+	if !material {
+		return
+	}
+	sum := liveSummary(g)
+	if b, err := json.Marshal(&sum); err == nil && string(b) == string(g.storedSummary) {
+		return // the action's own write stored it already
+	}
+	h.storeCatalogueLocked(g)
+}
+
+// errTurnGone is what a checkpoint's snapshot says when its turn ended (or
+// its chat went) before the checkpointer got to it: nothing to write, and
+// nothing wrong.
+var errTurnGone = errors.New("the turn is no longer active")
+
+// onlyTurnGone reports whether err (possibly a join) holds only
+// errTurnGone.
+func onlyTurnGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if e != nil && !onlyTurnGone(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, errTurnGone)
+}
+
+// activeTurnSnapshot returns the checkpointer's snapshot function for the
+// active turn turnID of chat ch: it copies the turn under the session's
+// lock (a copy of its parts, whose texts are immutable strings, so O(parts)
+// and no encoding) and encodes the copy after releasing it.
+func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (json.RawMessage, error) {
+	var enc turnEncoder // the checkpointer's goroutine's alone (checkpoint.go)
+	return func() (json.RawMessage, error) {
+		ch.mu.Lock()
+		t := ch.chat.st.ActiveTurn
+		if ch.removed || t == nil || t.ID != turnID {
+			ch.mu.Unlock()
+			return nil, errTurnGone
+		}
+		cp := copyActiveTurn(t)
+		ch.mu.Unlock()
+		b, err := enc.encode(cp)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
+		}
+		return b, nil
+	}
+}
+
+// copyActiveTurn copies what the reducer changes in place in an active
+// turn: the turn, its list of parts, and each part's own struct (a delta
+// replaces a text part's string; a tool call's or an input request's
+// update replaces their fields). Everything below that the reducer only
+// ever replaces, never changes (strings, tool call states, answer maps),
+// is shared.
+func copyActiveTurn(t *wire.ActiveTurn) *wire.ActiveTurn {
+	cp := *t
+	cp.ResponseParts = make([]wire.ResponsePart, len(t.ResponseParts))
+	for i, p := range t.ResponseParts {
+		switch v := p.Value.(type) {
+		case *wire.MarkdownResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ReasoningResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ToolCallResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.InputRequestResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ResourceResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.SystemNotificationResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ErrorResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		default:
+			cp.ResponseParts[i] = p // raw JSON or a value: never changed in place
+		}
+	}
+	return &cp
+}
+
+// liveSummary is the session's root-catalogue entry as its chats' live
+// states make it: what it is once the action being stored has been
+// followed up (the session's chat catalogue is updated after it), so that
+// the write before the action and the summary announced after it agree.
+// Called with the group's mutex held.
+func liveSummary(g *sessionGroup) wire.SessionSummary {
+	chats := make([]wire.ChatSummary, len(g.chats))
+	for i, c := range g.chats {
+		chats[i] = chatSummaryOf(c.chat.st)
+	}
+	return summaryWith(g, chats)
+}
+
+// summaryJSON extracts the summary's encoding from a session row's blob,
+// for persistSummaryLocked's comparison.
+func summaryJSON(blob []byte) []byte {
+	var s struct {
+		Summary json.RawMessage `json:"summary"`
+	}
+	if json.Unmarshal(blob, &s) != nil {
+		return nil
+	}
+	return s.Summary
+}
+
+// turnEnd is when a completed turn ended: its start plus its duration, else
+// now.
+func turnEnd(t *wire.Turn, now int64) time.Time {
+	if t.StartedAt != nil && t.Duration != nil {
+		if start, ok := reducer.ParseTime(*t.StartedAt); ok {
+			return time.UnixMilli(start + *t.Duration)
+		}
+	}
+	return time.UnixMilli(now)
+}
+
+// isoTime parses an AHP timestamp; the zero time when it does not parse.
+func isoTime(s string) time.Time {
+	ms, ok := reducer.ParseTime(s)
+	if !ok {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
