@@ -75,7 +75,10 @@ func (r *memoryRig) start() {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	p := acpScriptProvider(t, func(c *acp.Config) {
-		c.Env = []string{"SCRIPTAGENT_SESSIONS=" + r.mc.sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir}
+		c.Env = []string{"SCRIPTAGENT_SESSIONS=" + r.mc.sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir,
+			"SCRIPTAGENT_LOG=" + filepath.Join(r.agentDir, "received.log")}
+		// A configured MCP server: re-attaching passes it too (issue 19).
+		c.McpServers = []backend.McpServer{{Name: "files", Transport: backend.McpStdio, Command: "/bin/mcp-files"}}
 	})
 	r.st = st
 	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: host.Options{Store: st}})
@@ -128,6 +131,12 @@ func (r *memoryRig) checkRecall(turn wire.Turn, chat string) {
 		}
 	}
 	assert.Equal(t, want, r.paths(), "how the agent opened the chat's sessions")
+	if r.mc.reopened != "" && r.mc.remembers {
+		method := "session/" + strings.Fields(r.mc.reopened)[0]
+		reqs := agentLog(t, filepath.Join(r.agentDir, "received.log"), method)
+		require.NotEmpty(t, reqs, method)
+		assert.Contains(t, string(reqs[len(reqs)-1]), `"mcpServers":[{"args":[],"command":"/bin/mcp-files","env":[],"name":"files"}]`)
+	}
 	id, ok := r.env.Host.AgentSessionID(chat)
 	require.True(t, ok)
 	if r.mc.remembers {
@@ -184,6 +193,14 @@ func TestAgentMemoryAcrossABridgeRestart(t *testing.T) {
 				assert.Equal(t, "recall: recall", acpTurnText(next.ResponseParts))
 			}
 			assert.Empty(t, acpPartsOf[wire.SystemNotificationResponsePart](next.ResponseParts), "the notice is given once")
+
+			// The restored session's changes start with its first one.
+			require.Equal(t, wire.TurnStateComplete, r.turn(chat, "write after.txt x").State)
+			sessions, err := r.c.ListSessions(bridgetest.Context(t, acpTimeout))
+			require.NoError(t, err)
+			require.Len(t, sessions, 1)
+			require.NotNil(t, sessions[0].Changes)
+			assert.Equal(t, int64(1), *sessions[0].Changes.Files)
 		})
 	}
 }
