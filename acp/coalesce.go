@@ -26,8 +26,12 @@ const (
 type coalescer struct {
 	emit    func(backend.Event)
 	thought bool // the run is of ThoughtChunks
-	n       int  // chunks in the run
-	text    strings.Builder
+	// parts are the run's texts, joined once at flush with one
+	// allocation of the exact size (a strings.Builder grown chunk by
+	// chunk allocated about four times the text over a long response); a
+	// run of one chunk passes its text on without a copy.
+	parts []string
+	size  int // total length of parts
 }
 
 // add passes ev on, or holds it to merge it with the chunks that follow.
@@ -44,25 +48,33 @@ func (c *coalescer) add(ev backend.Event) {
 		c.emit(ev)
 		return
 	}
-	if c.n > 0 && thought != c.thought {
+	if len(c.parts) > 0 && thought != c.thought {
 		c.flush()
 	}
 	c.thought = thought
-	c.text.WriteString(text)
-	c.n++
-	if c.n >= coalesceMaxChunks || c.text.Len() >= coalesceMaxBytes {
+	c.parts = append(c.parts, text)
+	c.size += len(text)
+	if len(c.parts) >= coalesceMaxChunks || c.size >= coalesceMaxBytes {
 		c.flush()
 	}
 }
 
 // flush passes on the held run, if any.
 func (c *coalescer) flush() {
-	if c.n == 0 {
+	if len(c.parts) == 0 {
 		return
 	}
-	text := c.text.String()
-	c.text = strings.Builder{} // the string now belongs to the event
-	c.n = 0
+	text := c.parts[0]
+	if len(c.parts) > 1 {
+		var b strings.Builder
+		b.Grow(c.size)
+		for _, p := range c.parts {
+			b.WriteString(p)
+		}
+		text = b.String()
+	}
+	clear(c.parts) // the texts now belong to the event
+	c.parts, c.size = c.parts[:0], 0
 	if c.thought {
 		c.emit(backend.ThoughtChunk{Text: text})
 	} else {

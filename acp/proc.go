@@ -555,6 +555,9 @@ type envelope struct {
 // route handles one line of the agent's stdout. It returns an error only
 // when the SDK connection no longer accepts input.
 func (a *agentProc) route(line []byte) error {
+	if a.routeTextChunk(line) {
+		return nil
+	}
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		a.log.Warn().Str("line", clip(line, 300)).Msg("ignored a line from the agent that is not JSON-RPC")
@@ -608,6 +611,30 @@ func clip(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(bytes.TrimRight(b, "\r\n"))
+}
+
+// routeTextChunk is route's fast path: a session/update carrying a text
+// chunk for an open session is read in one pass (scanTextUpdate) and
+// queued decoded. It reports false for every other line, which then takes
+// the general path.
+func (a *agentProc) routeTextChunk(line []byte) bool {
+	u, ok := scanTextUpdate(line)
+	if !ok {
+		return false
+	}
+	a.mu.Lock()
+	s := a.sessions[u.sessionID]
+	a.mu.Unlock()
+	if s == nil {
+		return false // not yet open: kept raw with the session's other early updates
+	}
+	var ev backend.Event = backend.TextChunk{Text: u.text}
+	if u.kind == kindAgentThoughtChunk {
+		ev = backend.ThoughtChunk{Text: u.text}
+	}
+	// As routeUpdate: waits while the session's queue is full.
+	s.queue.pushWait(queueItem{update: ev})
+	return true
 }
 
 // routeUpdate queues a session/update for its session.

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"github.com/ahp-bridge/ahp-bridge/backend"
 )
 
 // queueItem is one entry of a session's event queue: a raw session/update
-// to decode, a ready event, or a barrier to signal. The handler is also
+// to decode, a session/update already decoded (update: a text chunk read
+// by scanTextUpdate, which is coalesced like any decoded update), a ready
+// event, or a barrier to signal. The handler is also
 // called with the zero item at the end of every drain of the queue and
 // before a barrier is signalled, to pass on anything it held back.
 type queueItem struct {
 	raw     json.RawMessage
+	update  backend.Event
 	event   any // backend.Event; any so that the zero item is cheap
 	barrier chan struct{}
 }

@@ -312,6 +312,15 @@ func (s *session) findOptionLocked(key string) (opt *backend.ConfigOption, legac
 // handle runs on the queue goroutine: it decodes raw updates and hands
 // events to the sink, in order.
 func (s *session) handle(it queueItem) {
+	if it.update != nil {
+		// A text chunk read by scanTextUpdate: during a session/load
+		// replay it is part of the conversation, dropped as
+		// replayedUpdate drops it on the raw path.
+		if !s.replaying {
+			s.emit(it.update)
+		}
+		return
+	}
 	if it.raw == nil {
 		s.text.flush()
 		switch ev := it.event.(type) {

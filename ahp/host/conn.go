@@ -267,9 +267,14 @@ func (c *conn) writeFailed(err error) {
 }
 
 // writeLoop writes queued frames in order until the connection ends. It
-// takes everything queued at once, so a burst costs one hand-off.
+// takes everything queued at once, so a burst costs one hand-off, and
+// writes consecutive plain frames of it with one write when the transport
+// can (writeRun). It never waits for more frames: a frame queued on an
+// idle connection is written at once.
 func (c *conn) writeLoop() {
 	var batch []outFrame
+	var msgs [][]byte
+	bw, _ := c.tc.(transport.BatchWriter)
 	for {
 		select {
 		case <-c.kill:
@@ -277,33 +282,87 @@ func (c *conn) writeLoop() {
 		case <-c.wake:
 		}
 		batch = c.takeQueued(batch)
-		for i, f := range batch {
-			batch[i] = outFrame{} // the writer is done with it after this
+		for i := 0; i < len(batch); {
 			select {
 			case <-c.kill:
 				return
 			default:
 			}
-			if f.stream != nil && !c.writeStream(f.stream) {
-				return
-			}
-			if f.b != nil {
-				c.h.wireLog("out", f.b)
-				if err := c.tc.WriteMessage(f.b); err != nil {
-					c.writeFailed(err)
+			f := batch[i]
+			if f.stream != nil {
+				batch[i] = outFrame{}
+				i++
+				if !c.writeStream(f.stream) {
 					return
 				}
-				c.h.written(f)
+				if f.closeAfter != "" {
+					c.terminate(f.closeAfter)
+					return
+				}
+				continue
 			}
-			if f.closeAfter != "" {
-				c.terminate(f.closeAfter)
+			// A run of plain frames, up to and including one that closes
+			// the connection.
+			j := i
+			for j < len(batch) && batch[j].stream == nil {
+				j++
+				if batch[j-1].closeAfter != "" {
+					break
+				}
+			}
+			var ok bool
+			if msgs, ok = c.writeRun(bw, batch[i:j], msgs); !ok {
+				return
+			}
+			last := batch[j-1].closeAfter
+			clear(batch[i:j]) // the writer is done with them: the frames may go
+			i = j
+			if last != "" {
+				c.terminate(last)
 				return
 			}
 		}
 		if cap(batch) > 64 {
-			batch = nil // an idle connection keeps no large queue
+			batch, msgs = nil, nil // an idle connection keeps no large queue
 		}
 	}
+}
+
+// writeRun writes the frames of run that carry bytes, with one
+// WriteMessages when bw is set and there are several, else one
+// WriteMessage each; msgs is scratch space, returned for reuse. It reports
+// false when a write failed (the connection is then ending).
+func (c *conn) writeRun(bw transport.BatchWriter, run []outFrame, msgs [][]byte) ([][]byte, bool) {
+	msgs = msgs[:0]
+	for _, f := range run {
+		if f.b != nil {
+			c.h.wireLog("out", f.b)
+			msgs = append(msgs, f.b)
+		}
+	}
+	var err error
+	switch {
+	case len(msgs) == 0:
+	case bw != nil && len(msgs) > 1:
+		err = bw.WriteMessages(msgs)
+	default:
+		for _, m := range msgs {
+			if err = c.tc.WriteMessage(m); err != nil {
+				break
+			}
+		}
+	}
+	clear(msgs)
+	if err != nil {
+		c.writeFailed(err)
+		return msgs, false
+	}
+	for _, f := range run {
+		if f.b != nil {
+			c.h.written(f)
+		}
+	}
+	return msgs, true
 }
 
 // endRequest ends one asynchronous request; the last one wakes a drain

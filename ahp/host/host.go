@@ -35,6 +35,7 @@ const RootURI = wire.RootChannel
 // Defaults applied by New for zero Options fields.
 const (
 	DefaultReplayBuffer            = 4096
+	DefaultReplayBytes             = 8 << 20
 	DefaultOutboundQueue           = 8192
 	DefaultMaxSubscriptionsPerConn = 1024
 	DefaultMaxSessions             = 1024
@@ -49,6 +50,11 @@ type Options struct {
 	// ReplayBuffer is how many sequenced envelopes are kept for
 	// `reconnect` replay (default 4096).
 	ReplayBuffer int
+	// ReplayBytes bounds the same envelopes by their encoded size
+	// (default 8 MiB), so that a long response is not held a second time
+	// for replay; a client that reconnects from further back gets a
+	// snapshot.
+	ReplayBytes int
 	// OutboundQueue is the per-connection outbound queue length in
 	// messages (default 8192: well under a second of a fast agent's stream,
 	// enough to ride out a network hiccup; the frames are shared with the
@@ -199,6 +205,9 @@ func Open(opts Options) (*Host, error) {
 	if opts.ReplayBuffer <= 0 {
 		opts.ReplayBuffer = DefaultReplayBuffer
 	}
+	if opts.ReplayBytes <= 0 {
+		opts.ReplayBytes = DefaultReplayBytes
+	}
 	if opts.OutboundQueue <= 0 {
 		opts.OutboundQueue = DefaultOutboundQueue
 	}
@@ -233,7 +242,7 @@ func Open(opts Options) (*Host, error) {
 	h := &Host{
 		opts:     opts,
 		log:      log,
-		ring:     newReplayRing(opts.ReplayBuffer),
+		ring:     newReplayRing(opts.ReplayBuffer, opts.ReplayBytes),
 		channels: make(map[string]*channel),
 		conns:    make(map[*conn]struct{}),
 

@@ -128,7 +128,7 @@ func TestGoldenFrames(t *testing.T) {
 }
 
 func TestReplayRing(t *testing.T) {
-	r := newReplayRing(3)
+	r := newReplayRing(3, 1<<20)
 	assert.True(t, r.canReplayFrom(0, 0), "nothing sequenced, nothing missed")
 	assert.False(t, r.canReplayFrom(1, 0), "a future seq is unknown")
 	for seq := int64(1); seq <= 5; seq++ {

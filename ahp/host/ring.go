@@ -18,28 +18,44 @@ type ringEntry struct {
 // replayRing keeps the most recent sequenced envelopes. Every accepted
 // action gets the next serverSeq and is pushed here, so the retained
 // entries always have consecutive sequence numbers.
+//
+// It is bounded by count and by bytes: a long response streamed in large
+// coalesced frames would otherwise keep a second copy of itself here (the
+// session's state holds the first), which is most of the bridge's peak
+// memory over such a response (docs/performance.md). A client that
+// reconnects from before the oldest retained entry gets a snapshot.
 type replayRing struct {
-	buf   []ringEntry
-	start int // index of the oldest entry
-	n     int // number of retained entries
+	buf      []ringEntry
+	start    int // index of the oldest entry
+	n        int // number of retained entries
+	bytes    int // sum of len(env) over the retained entries
+	maxBytes int
 }
 
-func newReplayRing(size int) *replayRing {
+func newReplayRing(size, maxBytes int) *replayRing {
 	if size < 1 {
 		size = 1
 	}
-	return &replayRing{buf: make([]ringEntry, size)}
+	return &replayRing{buf: make([]ringEntry, size), maxBytes: maxBytes}
 }
 
-// push appends e, evicting the oldest entry when full.
+// push appends e, evicting the oldest entries while the ring is full by
+// count or by bytes. The newest entry is always kept, whatever its size.
 func (r *replayRing) push(e ringEntry) {
-	if r.n < len(r.buf) {
-		r.buf[(r.start+r.n)%len(r.buf)] = e
-		r.n++
-		return
+	for r.n > 0 && (r.n == len(r.buf) || r.bytes+len(e.env) > r.maxBytes) {
+		r.evictOldest()
 	}
-	r.buf[r.start] = e
+	r.buf[(r.start+r.n)%len(r.buf)] = e
+	r.n++
+	r.bytes += len(e.env)
+}
+
+// evictOldest drops the oldest entry and its reference to the frame.
+func (r *replayRing) evictOldest() {
+	r.bytes -= len(r.buf[r.start].env)
+	r.buf[r.start] = ringEntry{}
 	r.start = (r.start + 1) % len(r.buf)
+	r.n--
 }
 
 // oldest returns the smallest retained serverSeq.

@@ -46,3 +46,17 @@ type Server interface {
 type StreamWriter interface {
 	WriteMessageFrom(write func(w io.Writer) error) error
 }
+
+// BatchWriter is implemented by transports that can send several complete
+// messages with one write to the underlying stream, so that a connection's
+// writer that finds frames already queued flushes them with one system call
+// instead of one each. The host uses it when the transport offers it, only
+// for frames that are already waiting (it never waits to fill a batch).
+//
+// WriteMessages sends msgs in order, as WriteMessage would send each; it is
+// called from the same single goroutine as WriteMessage. If it fails, some
+// of the messages may have been sent and the caller must close the
+// connection.
+type BatchWriter interface {
+	WriteMessages(msgs [][]byte) error
+}

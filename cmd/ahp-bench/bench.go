@@ -23,6 +23,8 @@ type Config struct {
 	ToolEvery   int           // tool-call variant: a tool call after every ToolEvery chunks
 	LatencyRate int           // chunks per second for the latency scenarios
 	LatencyN    int           // chunks per latency scenario
+	LongN       int           // chunks of the long response
+	LongSize    int           // bytes per chunk of the long response
 	FanoutSize  int           // clients on one session (scenario 4)
 	Sessions    int           // parallel sessions (scenario 5)
 	Idle        int           // idle sessions and idle clients (scenario 6)
@@ -64,6 +66,12 @@ func (c *Config) defaults() {
 	}
 	if c.LatencyN <= 0 {
 		c.LatencyN = 3000
+	}
+	if c.LongN <= 0 {
+		c.LongN = 50000
+	}
+	if c.LongSize <= 0 {
+		c.LongSize = 1024
 	}
 	if c.FanoutSize <= 0 {
 		c.FanoutSize = 100
@@ -126,6 +134,11 @@ type Flow struct {
 	AgentCPUSeconds float64 `json:"agentCpuSeconds"`
 	PeakRSSMiB      float64 `json:"peakRssMiB"`
 	Misordered      int     `json:"misordered"`
+	// RSSBeforeMiB is the bridge's resident set just before the turn, and
+	// PeakGrowthPerText the growth of its peak over that, as a multiple of
+	// the chunks' text (long-response only).
+	RSSBeforeMiB      float64 `json:"rssBeforeMiB,omitempty"`
+	PeakGrowthPerText float64 `json:"peakGrowthPerText,omitempty"`
 }
 
 // Memory is scenario 6.
@@ -259,6 +272,7 @@ func (r *Report) summarizeRuns() {
 // Scenario names, in the order they run.
 const (
 	scDirect     = "direct"
+	scDirectSDK  = "direct-sdk"
 	scBridge1    = "bridge-1"
 	scBridge1T   = "bridge-1-tools"
 	scBridge10   = "bridge-10"
@@ -267,14 +281,15 @@ const (
 	scLatDirect  = "latency-direct"
 	scLatBridge1 = "latency-1"
 	scLat10      = "latency-10"
+	scLong       = "long-response"
 	scMemory     = "memory"
 	scStartup    = "startup"
 	scSlow       = "slow-client"
 )
 
 // AllScenarios lists every scenario name.
-var AllScenarios = []string{scDirect, scBridge1, scBridge1T, scBridge10, scFanout, scSessions,
-	scLatDirect, scLatBridge1, scLat10, scMemory, scStartup, scSlow}
+var AllScenarios = []string{scDirect, scDirectSDK, scBridge1, scBridge1T, scBridge10, scFanout, scSessions,
+	scLatDirect, scLatBridge1, scLat10, scLong, scMemory, scStartup, scSlow}
 
 // Run measures the selected scenarios. progress, if not nil, receives a
 // line as each scenario ends.
@@ -326,15 +341,17 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		bridged bool
 		f       func(proto string) (Flow, error)
 	}{
-		{scDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0) }},
+		{scDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0, false) }},
+		{scDirectSDK, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0, true) }},
 		{scBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, 0) }},
 		{scBridge1T, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, cfg.ToolEvery) }},
 		{scBridge10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.Chunks, 0, 0) }},
 		{scFanout, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, cfg.FanoutSize, cfg.FanoutN, 0, 0) }},
 		{scSessions, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, cfg.Sessions, 1, cfg.SessionsN, 0, 0) }},
-		{scLatDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate) }},
+		{scLatDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate, true) }},
 		{scLatBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.LatencyN, cfg.LatencyRate, 0) }},
 		{scLat10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.LatencyN, cfg.LatencyRate, 0) }},
+		{scLong, true, func(p string) (Flow, error) { return longResponse(ctx, cfg, p) }},
 	}
 	// Round by round, so that a drift in the machine's load over the run
 	// affects every scenario and protocol alike; the protocols take turns
@@ -390,13 +407,18 @@ func benchPrompt(n, size, rate, toolEvery int) string {
 	return fmt.Sprintf("bench %d %d %d %d", n, size, rate, toolEvery)
 }
 
-// direct is scenario 1: acp-go-sdk reading the agent with no bridge.
-func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
+// direct is the floor: the agent read with no bridge. Unpaced, sdkTyped
+// chooses between the raw read (plain structs) and the acp-go-sdk-typed
+// one; paced, it is acp-go-sdk's own ClientSideConnection.
+func direct(ctx context.Context, cfg Config, n, rate int, sdkTyped bool) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	run := runDirect // the acp-go-sdk connection, when paced
 	if rate == 0 {
-		run = runDirectLines // see there: the SDK connection drops an unpaced flood
+		// See there: the SDK connection drops an unpaced flood.
+		run = func(ctx context.Context, bin, prompt string, want int) (*counter, procUsage, time.Duration, error) {
+			return runDirectLines(ctx, bin, prompt, want, sdkTyped)
+		}
 	}
 	c, usage, agentCPU, err := run(ctx, cfg.Bin, benchPrompt(n, cfg.Size, rate, 0), n)
 	if err != nil {
@@ -409,10 +431,32 @@ func direct(ctx context.Context, cfg Config, n, rate int) (Flow, error) {
 	return f, nil
 }
 
+// longResponse is one long answer (LongN chunks of LongSize bytes, 51 MB
+// by default) read by one client: the bridge's peak resident set over the
+// turn, less its resident set before it, as a multiple of the answer's
+// text.
+func longResponse(ctx context.Context, cfg Config, proto string) (Flow, error) {
+	var rss int64
+	f, err := bridgedWith(ctx, cfg, proto, 1, 1, cfg.LongN, cfg.LongSize, 0, 0, func(u procUsage) { rss = u.RSS })
+	if err != nil {
+		return f, err
+	}
+	text := float64(cfg.LongN) * float64(cfg.LongSize)
+	f.RSSBeforeMiB = float64(rss) / (1 << 20)
+	f.PeakGrowthPerText = (f.PeakRSSMiB*(1<<20) - float64(rss)) / text
+	return f, nil
+}
+
 // bridged runs sessions floods through a fresh bridge process, each read
 // by clients probes speaking proto (the first of which also creates the
 // session and starts the turn).
 func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n, rate, toolEvery int) (Flow, error) {
+	return bridgedWith(ctx, cfg, proto, sessions, clients, n, cfg.Size, rate, toolEvery, nil)
+}
+
+// bridgedWith is bridged with chunks of size bytes, and before (if not
+// nil) told the bridge's usage just before the turns start.
+func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, clients, n, size, rate, toolEvery int, before func(procUsage)) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	bp, err := startBridge(ctx, cfg, "--max-sessions", strconv.Itoa(sessions+1))
@@ -457,9 +501,13 @@ func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n
 			}
 		}
 	}
-	before, agentBefore, err := bp.usage()
+	runtime.GC() // the bench's own heap, not the bridge's: keep its collections out of the flow
+	usageBefore, agentBefore, err := bp.usage()
 	if err != nil {
 		return Flow{}, err
+	}
+	if before != nil {
+		before(usageBefore)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(ss))
@@ -467,7 +515,7 @@ func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ctl.startTurn(s.turns, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, cfg.Size, rate, toolEvery))
+			errs[i] = s.ctl.startTurn(s.turns, fmt.Sprintf("00000000-0000-4000-9000-%012d", i), benchPrompt(n, size, rate, toolEvery))
 		}()
 	}
 	wg.Wait()
@@ -487,8 +535,8 @@ func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n
 	for i, p := range probes {
 		counters[i] = &p.counter
 	}
-	f := summarize(counters, sessions, clients, n, cfg.Size, rate, toolEvery)
-	f.CPUSeconds = (after.CPU - before.CPU).Seconds()
+	f := summarize(counters, sessions, clients, n, size, rate, toolEvery)
+	f.CPUSeconds = (after.CPU - usageBefore.CPU).Seconds()
 	f.AgentCPUSeconds = (agentAfter - agentBefore).Seconds()
 	f.PeakRSSMiB = float64(after.PeakRSS) / (1 << 20)
 	return f, nil

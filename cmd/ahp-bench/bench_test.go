@@ -23,12 +23,12 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // each scenario has its own minute (cfg.Timeout)
 	defer cancel()
 	cfg := Config{Bin: bin, Chunks: 1000, FanoutN: 100, SessionsN: 50, Sessions: 20, FanoutSize: 20,
-		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute}
+		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, LongN: 300, LongSize: 1024, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute}
 	var lines []string
 	rep, err := Run(ctx, cfg, func(l string) { lines = append(lines, l) })
 	require.NoError(t, err)
-	require.Len(t, rep.Flows, 9)
-	for i, name := range AllScenarios[:9] {
+	require.Len(t, rep.Flows, 11)
+	for i, name := range AllScenarios[:11] {
 		f := rep.Flows[i]
 		assert.Equal(t, name, f.Name)
 		assert.Equal(t, int64(f.Chunks*f.Clients*f.Sessions), f.Deliveries, "%s: every client saw every chunk", name)
@@ -43,6 +43,9 @@ func TestSmoke(t *testing.T) {
 	assert.Equal(t, 20, rep.Flow(scFanout).Clients)
 	assert.Equal(t, 20, rep.Flow(scSessions).Sessions)
 	assert.Equal(t, 2000, rep.Flow(scLat10).Rate)
+	assert.Equal(t, 1024, rep.Flow(scLong).Size)
+	assert.Positive(t, rep.Flow(scLong).RSSBeforeMiB)
+	assert.Positive(t, rep.Flow(scLong).PeakGrowthPerText)
 	require.NotNil(t, rep.Memory)
 	assert.Positive(t, rep.Memory.WithSessionsKiB)
 	assert.Positive(t, rep.Memory.WithClientsKiB)
@@ -55,11 +58,12 @@ func TestSmoke(t *testing.T) {
 		assert.Positive(t, r.PeakRSSMiB)
 		assert.Positive(t, r.StreamedMiB)
 	}
-	assert.Len(t, lines, 12, "one progress line per scenario")
+	assert.Len(t, lines, 14, "one progress line per scenario")
 
 	var out bytes.Buffer
 	printTable(&out, rep)
-	for _, want := range append(AllScenarios[:9], "bridge-1 / direct", "memory:", "start-up to READY", "slow client:") {
+	for _, want := range append(AllScenarios[:11], "bridge-1 / direct throughput", "bridge-1 / direct-sdk throughput",
+		"bridge-100 / bridge-1", "latency, 10 clients", "long response", "memory:", "start-up to READY", "slow client:") {
 		assert.Contains(t, out.String(), want)
 	}
 }

@@ -99,15 +99,20 @@ func runDirect(ctx context.Context, bin, prompt string, want int) (*counter, pro
 	return &dc.counter, after, agentCPU, nil
 }
 
-// runDirectLines is the unpaced floor. acp-go-sdk's ClientSideConnection
-// cannot read an unpaced flood: its receive loop queues notifications in a
-// bounded queue (1024) drained by one handler goroutine, and when the
-// handler falls behind it closes the connection ("notification queue
-// overflow"). So this reads the agent's stdout the way that receive loop
-// does — a line scanner, each line decoded as a JSON-RPC message, each
-// session/update decoded into acp-go-sdk's SessionNotification — but hands
-// every update to the counter inline instead of through the queue.
-func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter, procUsage, time.Duration, error) {
+// runDirectLines reads an unpaced flood with no bridge, line by line.
+// acp-go-sdk's ClientSideConnection cannot read one: its receive loop
+// queues notifications in a bounded queue (1024) drained by one handler
+// goroutine, and when the handler falls behind it closes the connection
+// ("notification queue overflow"). So both unpaced floors read the agent's
+// stdout themselves, with a line scanner, and handle every update inline:
+//
+//   - raw (the `direct` floor): each line is decoded once, with
+//     encoding/json, into plain structs that have just the members a
+//     reader of the flood needs — the cheapest honest ACP client;
+//   - SDK-typed (`direct-sdk`): each line is decoded as a JSON-RPC message
+//     and each session/update into acp-go-sdk's SessionNotification, as the
+//     SDK's receive loop does.
+func runDirectLines(ctx context.Context, bin, prompt string, want int, sdkTyped bool) (*counter, procUsage, time.Duration, error) {
 	var zero procUsage
 	cmd, stdin, stdout, stop, err := startFloodAgent(ctx, bin)
 	if err != nil {
@@ -135,10 +140,46 @@ func runDirectLines(ctx context.Context, bin, prompt string, want int) (*counter
 		Result json.RawMessage  `json:"result"`
 		Error  json.RawMessage  `json:"error"`
 	}
+	// rawMessage is a JSON-RPC message as the raw floor reads it: a
+	// session/update's params decoded in the same pass, into plain structs.
+	type rawMessage struct {
+		ID     *json.RawMessage `json:"id"`
+		Method string           `json:"method"`
+		Params struct {
+			SessionID string `json:"sessionId"`
+			Update    struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				Content       struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"update"`
+		} `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
 	dc := &directClient{counter: newCounter(want)}
 	// await reads until the response to id, handling updates on the way.
 	await := func(id string) (json.RawMessage, error) {
 		for sc.Scan() {
+			if !sdkTyped {
+				var m rawMessage
+				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+					continue
+				}
+				switch {
+				case m.Method == "session/update" && m.ID == nil:
+					if u := &m.Params.Update; u.SessionUpdate == "agent_message_chunk" && u.Content.Type == "text" {
+						dc.observe([]byte(u.Content.Text), time.Now())
+					}
+				case m.Method == "" && m.ID != nil && string(*m.ID) == id:
+					if len(m.Error) > 0 {
+						return nil, fmt.Errorf("the agent answered request %s with %s", id, m.Error)
+					}
+					return m.Result, nil
+				}
+				continue
+			}
 			var m message
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				continue

@@ -42,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ToolEvery, "tool-every", 50, "bridge-1-tools: a tool call after every N chunks")
 	fs.IntVar(&cfg.LatencyRate, "latency-rate", 1000, "chunks per second in the latency scenarios")
 	fs.IntVar(&cfg.LatencyN, "latency-n", 3000, "chunks per latency scenario")
+	fs.IntVar(&cfg.LongN, "long-n", 50000, "chunks of the long response (long-response)")
+	fs.IntVar(&cfg.LongSize, "long-size", 1024, "bytes per chunk of the long response (long-response)")
 	fs.IntVar(&cfg.FanoutSize, "fanout", 100, "clients on one session (bridge-100)")
 	fs.IntVar(&cfg.Sessions, "sessions", 100, "parallel sessions (sessions-100x1)")
 	fs.IntVar(&cfg.Idle, "idle", 1000, "idle sessions and idle clients (memory)")
@@ -151,15 +153,25 @@ func printTable(w io.Writer, r *Report) {
 			p0 = r.Protocols[0]
 		}
 		fmt.Fprintln(w)
-		if d, b := r.Sum(scDirect, ""), r.Sum(scBridge1, p0); d != nil && b != nil && d.MedianChunksPerSec > 0 {
-			fmt.Fprintf(w, "bridge-1 / direct throughput%s, AHP %s: %.0f %%\n", med, p0, 100*b.MedianChunksPerSec/d.MedianChunksPerSec)
+		if b := r.Sum(scBridge1, p0); b != nil {
+			for _, d := range []string{scDirect, scDirectSDK} {
+				if d := r.Sum(d, ""); d != nil && d.MedianChunksPerSec > 0 {
+					fmt.Fprintf(w, "bridge-1 / %s throughput%s, AHP %s: %.2f\n", d.Name, med, p0, b.MedianChunksPerSec/d.MedianChunksPerSec)
+				}
+			}
 		}
-		if o, b := r.Sum(scBridge1, p0), r.Sum(scFanout, p0); o != nil && b != nil && o.MedianChunksPerSec > 0 {
-			fmt.Fprintf(w, "bridge-100 / bridge-1 throughput%s, AHP %s: %.0f %%\n", med, p0, 100*b.MedianChunksPerSec/o.MedianChunksPerSec)
+		for _, n := range []string{scBridge10, scFanout} {
+			if o, b := r.Sum(scBridge1, p0), r.Sum(n, p0); o != nil && b != nil && o.MedianChunksPerSec > 0 {
+				fmt.Fprintf(w, "%s / bridge-1 throughput%s, AHP %s: %.2f\n", n, med, p0, b.MedianChunksPerSec/o.MedianChunksPerSec)
+			}
 		}
-		if d, b := r.Sum(scLatDirect, ""), r.Sum(scLat10, p0); d != nil && b != nil {
-			fmt.Fprintf(w, "added latency%s, 10 clients at %d chunks/s, AHP %s: p50 %.0f µs, p99 %.0f µs\n",
-				med, r.Flow(scLat10).Rate, p0, b.MedianP50Micros-d.MedianP50Micros, b.MedianP99Micros-d.MedianP99Micros)
+		if b := r.Sum(scLat10, p0); b != nil {
+			fmt.Fprintf(w, "latency, 10 clients at %d chunks/s%s, AHP %s: p50 %.0f µs, p99 %.0f µs", r.Flow(scLat10).Rate, med, p0,
+				b.MedianP50Micros, b.MedianP99Micros)
+			if d := r.Sum(scLatDirect, ""); d != nil {
+				fmt.Fprintf(w, " (added to the direct read: p50 %.0f µs, p99 %.0f µs)", b.MedianP50Micros-d.MedianP50Micros, b.MedianP99Micros-d.MedianP99Micros)
+			}
+			fmt.Fprintln(w)
 		}
 		for _, p := range r.Protocols[min(1, len(r.Protocols)):] {
 			for _, s := range r.Summary {
@@ -175,6 +187,12 @@ func printTable(w io.Writer, r *Report) {
 			}
 		}
 	}
+	for _, f := range r.Flows {
+		if f.Name == scLong && f.PeakGrowthPerText > 0 {
+			fmt.Fprintf(w, "long response (%s, AHP %s): %.1f MB of text; bridge RSS %.1f MiB before, peak %.1f MiB: growth %.2f × the text\n",
+				runLabel(f), f.Protocol, float64(f.Chunks)*float64(f.Size)/1e6, f.RSSBeforeMiB, f.PeakRSSMiB, f.PeakGrowthPerText)
+		}
+	}
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "\nmemory: %d idle sessions %.1f KiB each, %d idle clients %.1f KiB each (bridge RSS %.0f → %.0f → %.0f KiB)\n",
 			m.Sessions, m.PerSessionKiB, m.Clients, m.PerClientKiB, m.BaseRSSKiB, m.WithSessionsKiB, m.WithClientsKiB)
@@ -185,4 +203,11 @@ func printTable(w io.Writer, r *Report) {
 	if s := r.Slow; s != nil {
 		fmt.Fprintln(w, formatSlow(s))
 	}
+}
+
+func runLabel(f Flow) string {
+	if f.Run > 0 {
+		return fmt.Sprintf("run %d", f.Run)
+	}
+	return "one run"
 }

@@ -61,8 +61,35 @@ func benchFlood(b *testing.B, coalesce bool, version string, clients, toolEvery 
 
 // benchFloodWith is the flood; st, when not nil, is the host's state store.
 func benchFloodWith(b *testing.B, coalesce bool, version string, clients, toolEvery int, metrics bool, st store.Store) {
+	runFlood(b, floodOpts{coalesce: coalesce, version: version, clients: clients, toolEvery: toolEvery, metrics: metrics, store: st})
+}
+
+// floodOpts says what runFlood streams and how it is read.
+type floodOpts struct {
+	coalesce  bool
+	version   string
+	clients   int
+	toolEvery int
+	metrics   bool
+	store     store.Store // the host's state store, or nil
+	size      int         // bytes per chunk (default 64)
+	rate      int         // chunks per second (0: as fast as the bridge reads)
+	// onFrame, when set, is called by each reader with every frame it
+	// reads (from its own goroutine), after the frame was checked for the
+	// last chunk.
+	onFrame func(reader int, msg []byte)
+	// before and after run around the stream (after the set-up, after
+	// the last reader has the last chunk).
+	before, after func()
+}
+
+func runFlood(b *testing.B, o floodOpts) {
+	coalesce, version, clients, toolEvery, metrics := o.coalesce, o.version, o.clients, o.toolEvery, o.metrics
+	if o.size == 0 {
+		o.size = 64
+	}
 	p := acp.NewProvider(acp.Config{ID: "flood", Command: []string{ScriptAgent(b)}, CoalesceText: coalesce}, zerolog.Nop())
-	env := Start(b, []backend.Provider{p}, Options{Host: host.Options{Store: st}})
+	env := Start(b, []backend.Provider{p}, Options{Host: host.Options{Store: o.store}})
 	var reg *prometheus.Registry
 	if metrics {
 		reg = prometheus.NewRegistry()
@@ -108,16 +135,22 @@ func benchFloodWith(b *testing.B, coalesce bool, version string, clients, toolEv
 	}
 	last := []byte(fmt.Sprintf("#%08d", b.N-1))
 	errs := make(chan error, clients)
+	if o.before != nil {
+		o.before()
+	}
 	b.ResetTimer()
 	cpu := cpuTime(b)
 	start := time.Now()
-	for _, ws := range readers {
+	for i, ws := range readers {
 		go func() {
 			for {
 				_, msg, err := ws.ReadMessage()
 				if err != nil {
 					errs <- err
 					return
+				}
+				if o.onFrame != nil {
+					o.onFrame(i, msg)
 				}
 				if bytes.Contains(msg, last) {
 					errs <- nil
@@ -127,13 +160,16 @@ func benchFloodWith(b *testing.B, coalesce bool, version string, clients, toolEv
 		}()
 	}
 	turnStarted["turnId"] = "00000000-0000-4000-8000-000000000001"
-	turnStarted["message"] = map[string]any{"text": fmt.Sprintf("bench %d 64 0 %d", b.N, toolEvery), "origin": map[string]any{"kind": "user"}}
+	turnStarted["message"] = map[string]any{"text": fmt.Sprintf("bench %d %d %d %d", b.N, o.size, o.rate, toolEvery), "origin": map[string]any{"kind": "user"}}
 	send(readers[0], map[string]any{"method": "dispatchAction", "params": map[string]any{"channel": turns, "clientSeq": 1,
 		"action": turnStarted}})
 	for range readers {
 		require.NoError(b, <-errs)
 	}
 	elapsed := time.Since(start)
+	if o.after != nil {
+		o.after()
+	}
 	if metrics {
 		// The scrape is part of what metrics cost (a Prometheus server
 		// scrapes every 15 s or so; here once per flood).

@@ -147,6 +147,37 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	return nil
 }
 
+// WriteMessages writes msgs as consecutive lines with one write
+// (transport.BatchWriter).
+func (c *Conn) WriteMessages(msgs [][]byte) error {
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	n := 0
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	out := make([]byte, 0, n)
+	for _, msg := range msgs {
+		if bytes.IndexByte(msg, '\n') >= 0 {
+			var b bytes.Buffer
+			if err := json.Compact(&b, msg); err != nil {
+				return fmt.Errorf("stdio: refusing to write a message with a raw newline that is not JSON: %w", err)
+			}
+			msg = b.Bytes()
+		}
+		out = append(append(out, msg...), '\n')
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(out); err != nil {
+		return fmt.Errorf("stdio: write: %w", err)
+	}
+	return nil
+}
+
 // WriteMessageFrom writes the message write produces, then a newline
 // (transport.StreamWriter). A raw newline in it would split the message
 // in two, so it fails the write instead.
@@ -200,4 +231,5 @@ func (c *Conn) Close() error {
 var (
 	_ transport.Conn         = (*Conn)(nil)
 	_ transport.StreamWriter = (*Conn)(nil)
+	_ transport.BatchWriter  = (*Conn)(nil)
 )

@@ -138,6 +138,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	copts := h.opts
 	copts.Logger = log
 	c := newConn(wsc, copts)
+	// Server frames are not masked (RFC 6455 §5.1), which is what
+	// WriteMessages writes; on anything but a plain TCP socket (a TLS
+	// stream would not write a batch in one call) it is not used.
+	c.tcp, _ = wsc.NetConn().(*net.TCPConn)
 	log.Debug().Msg("WebSocket connection accepted")
 	// Serve the connection from a goroutine of our own and let net/http's
 	// request goroutine end: it would otherwise keep the request, the
@@ -219,6 +223,13 @@ func normalizeOrigin(o string) (string, bool) {
 type Conn struct {
 	ws   *websocket.Conn
 	opts Options
+	// tcp is the socket under an accepted (server-side) connection, or
+	// nil; WriteMessages writes whole batches of frames to it itself.
+	tcp *net.TCPConn
+	// bufs and hdrs are WriteMessages' scratch space, used only by the
+	// writing goroutine and dropped after a large batch.
+	bufs net.Buffers
+	hdrs []byte
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -316,6 +327,65 @@ func (c *Conn) WriteMessage(msg []byte) error {
 	return c.ws.WriteMessage(websocket.TextMessage, msg)
 }
 
+// WriteMessages sends msgs as consecutive text frames with one write to
+// the socket (transport.BatchWriter), where WriteMessage costs a write
+// each. The frames are those gorilla/websocket would write for an
+// uncompressed server connection; they go out in one writev(2), which the
+// runtime issues under the socket's write lock, so a keep-alive ping or a
+// close frame written by gorilla from another goroutine lands before or
+// after the batch, never inside it. Client-side connections, and
+// accepted ones not on a plain TCP socket, write the frames one by one.
+func (c *Conn) WriteMessages(msgs [][]byte) error {
+	if c.tcp == nil || len(msgs) == 1 {
+		for _, m := range msgs {
+			if err := c.WriteMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bufs, hdrs := c.bufs[:0], c.hdrs[:0]
+	if cap(hdrs) < maxFrameHeader*len(msgs) {
+		// Not grown by append below: bufs points into it.
+		hdrs = make([]byte, 0, maxFrameHeader*len(msgs))
+	}
+	for _, m := range msgs {
+		start := len(hdrs)
+		hdrs = appendFrameHeader(hdrs, len(m))
+		bufs = append(bufs, hdrs[start:len(hdrs):len(hdrs)], m)
+	}
+	all := bufs // WriteTo consumes bufs; all keeps the scratch for reuse
+	if err := c.tcp.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	_, err := bufs.WriteTo(c.tcp)
+	clear(all) // the messages belong to the caller
+	if len(msgs) <= 64 {
+		c.bufs, c.hdrs = all[:0], hdrs[:0]
+	} else {
+		c.bufs, c.hdrs = nil, nil // an idle connection keeps no large scratch
+	}
+	return err
+}
+
+// maxFrameHeader is the longest header of an unmasked frame.
+const maxFrameHeader = 10
+
+// appendFrameHeader appends the header of a final, unmasked text frame of
+// n payload bytes (RFC 6455 §5.2).
+func appendFrameHeader(b []byte, n int) []byte {
+	const finText = 0x80 | websocket.TextMessage
+	switch {
+	case n < 126:
+		return append(b, finText, byte(n))
+	case n <= 0xffff:
+		return append(b, finText, 126, byte(n>>8), byte(n))
+	default:
+		return append(b, finText, 127, byte(uint64(n)>>56), byte(uint64(n)>>48), byte(uint64(n)>>40), byte(uint64(n)>>32),
+			byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+}
+
 // WriteMessageFrom sends one text message produced by write, in frames
 // as it is produced (transport.StreamWriter). The write timeout applies to
 // each piece rather than to the whole message, so a large message to a
@@ -375,4 +445,5 @@ func (c *Conn) Close() error {
 var (
 	_ transport.Conn         = (*Conn)(nil)
 	_ transport.StreamWriter = (*Conn)(nil)
+	_ transport.BatchWriter  = (*Conn)(nil)
 )

@@ -1,0 +1,119 @@
+package bridgetest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+)
+
+// The benchmarks of issue 17's goals, in process (docs/performance.md has
+// the end-to-end figures of ahp-bench beside them):
+//
+//	go test -run - -bench 'Fanout|LatencyPath|LongResponse' ./internal/bridgetest
+
+// BenchmarkFanout is the coalesced 64-byte flood read by 1, 10 and 100
+// WebSocket clients of one session, so that the ratios to one client come
+// from the same run; b.N chunks are streamed to each.
+func BenchmarkFanout(b *testing.B) {
+	for _, clients := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			runFlood(b, floodOpts{coalesce: true, version: "1.0.0", clients: clients})
+		})
+	}
+}
+
+// BenchmarkLatencyPath is the path from the agent's write of a chunk to a
+// client's read of it (agent stdout → acp → mapping → sequencer →
+// per-connection queue → socket) at a pace the bridge keeps up with: 10
+// clients, 1 000 chunks/s of 64 bytes. Every chunk carries its write time
+// (the agent is on this machine, so the clocks agree); p50 and p99 are over
+// every chunk at every client. -benchtime 3000x is three seconds of stream.
+func BenchmarkLatencyPath(b *testing.B) {
+	const clients = 10
+	lat := make([][]time.Duration, clients)
+	runFlood(b, floodOpts{coalesce: true, version: "1.0.0", clients: clients, rate: 1000,
+		onFrame: func(i int, msg []byte) {
+			now := time.Now().UnixNano()
+			lat[i] = appendStamps(lat[i], msg, now)
+		}})
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	require.Len(b, all, clients*b.N, "every client reads every chunk once")
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// appendStamps appends, for every chunk in msg, now minus the write time
+// the agent stamped into it.
+func appendStamps(out []time.Duration, msg []byte, now int64) []time.Duration {
+	prefix := []byte(scriptagent.BenchStampPrefix)
+	for {
+		i := bytes.Index(msg, prefix)
+		if i < 0 {
+			return out
+		}
+		msg = msg[i+len(prefix):]
+		if len(msg) < scriptagent.BenchStampDigits+1 || msg[scriptagent.BenchStampDigits] != '#' {
+			continue
+		}
+		at, err := strconv.ParseInt(string(msg[:scriptagent.BenchStampDigits]), 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, time.Duration(now-at))
+		msg = msg[scriptagent.BenchStampDigits:]
+	}
+}
+
+// BenchmarkLongResponse streams one long response, b.N chunks of 1 KiB
+// (-benchtime 50000x is the 51 MB of ahp-bench's long-response), to one
+// client and reports the growth of this process's peak RSS over the stream
+// as a multiple of the text: what the session's state, the replay ring and
+// the frames in flight hold at once, plus the garbage the collector lets
+// accumulate. The reader only looks for the last chunk and drops every
+// frame. The peak is reset (clear_refs) before the stream, so one
+// iteration is one measurement; run it with -count for several.
+func BenchmarkLongResponse(b *testing.B) {
+	const size = 1024
+	var base int64
+	runFlood(b, floodOpts{coalesce: true, version: "1.0.0", clients: 1, size: size,
+		before: func() {
+			// Writing 5 to clear_refs resets the peak RSS (VmHWM) to the
+			// current RSS (Linux ≥ 4.0).
+			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+				b.Skipf("cannot reset the peak RSS: %v", err)
+			}
+			base = procStatusKiB(b, "VmRSS")
+		},
+		after: func() {
+			peak := procStatusKiB(b, "VmHWM")
+			b.ReportMetric(float64(peak-base)*1024/float64(b.N*size), "peak-RSS-growth-x")
+		}})
+}
+
+// procStatusKiB reads a "Name:   N kB" line of /proc/self/status.
+func procStatusKiB(b *testing.B, name string) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(b, err)
+			return n
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", name)
+	return 0
+}
