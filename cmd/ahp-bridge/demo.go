@@ -99,6 +99,14 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitError
 	}
 	defer os.RemoveAll(dir)
+	// Apart from the workspace, so that the agent and clients browsing the
+	// workspace never see it.
+	stateDir, err := os.MkdirTemp("", "ahp-bridge-demo-state-")
+	if err != nil {
+		fmt.Fprintf(stderr, "ahp-bridge demo: %v\n", err)
+		return exitError
+	}
+	defer os.RemoveAll(stateDir)
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte(demoReadme), 0o644); err != nil {
 		fmt.Fprintf(stderr, "ahp-bridge demo: %v\n", err)
 		return exitError
@@ -109,9 +117,10 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		LogLevel:  "warn",
 		LogFormat: "console",
 		Agents:    []AgentConfig{{ID: "demo", DisplayName: "Scripted demo agent", Command: shellQuote(exe) + " demo-agent"}},
-		// The demo's one conversation is not worth keeping, and must not
-		// meet a bridge that runs on the user's state file.
-		State: stateNone,
+		// The demo keeps its sessions in a real state file, as serve does,
+		// but a file of its own: its one conversation is not worth keeping,
+		// and must not meet a bridge that runs on the user's state file.
+		State: filepath.Join(stateDir, "state.db"),
 	}
 	if isTerminal(stdout) {
 		// Slow the scripted agent down so a person sees the text stream in.

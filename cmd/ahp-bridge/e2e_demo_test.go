@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,6 +27,9 @@ func TestDemoJoinHintWorks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	demo := exec.CommandContext(ctx, bridgetest.Binary(t), "demo")
+	// The demo keeps its state in a file of its own, never the user's.
+	stateHome := t.TempDir()
+	demo.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome)
 	stdout, err := demo.StdoutPipe()
 	require.NoError(t, err)
 	var demoErr bytes.Buffer
@@ -76,6 +81,7 @@ func TestDemoJoinHintWorks(t *testing.T) {
 	demoText := readLocked(demoOutW)
 	assertOrder(t, demoText, "Demo complete", "» and then?")
 	assert.Contains(t, demoText, "+ queued by ", "the demo shows the queued prompt")
+	assert.NoDirExists(t, filepath.Join(stateHome, "ahp-bridge"), "the demo touched the user's state directory")
 }
 
 func assertOrder(t *testing.T, text string, first, second string) {
