@@ -315,6 +315,7 @@ func TestACPFlood(t *testing.T) {
 }
 
 func TestACPOverlongLine(t *testing.T) {
+	t.Parallel() // mostly JSON under -race: it overlaps the suite's waiting tests
 	r := newACPRig(t, acpRigOptions{configure: func(c *acp.Config) { c.MaxLineBytes = 1 << 20 }})
 	ch := r.session("script", acpProjectDir(t))
 

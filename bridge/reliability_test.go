@@ -177,6 +177,7 @@ func relDeny(turnID, toolCallID string) wire.StateAction {
 // other is echoed with a rejectionReason, and the agent receives exactly
 // one outcome — the winner's.
 func TestConfirmationRaceExactlyOneWins(t *testing.T) {
+	t.Parallel() // CPU-bound rounds: they overlap the suite's waiting tests
 	// 1 000 rounds without -race. Under -race each round costs about four
 	// times as much, and the detector itself watches every round for
 	// unsynchronised access, so 300 rounds (150 in each order of approve
