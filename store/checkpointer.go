@@ -331,17 +331,18 @@ func (c *Checkpointer) hasPending() bool {
 func (c *Checkpointer) flush(ctx context.Context) error {
 	c.mu.Lock()
 	batch := c.pending
-	if len(batch) == 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	c.pending = make(map[string]*pendingCheckpoint, len(batch))
-	c.bytes = 0
 	forgot := c.forgot
 	c.forgot = nil
+	if len(batch) > 0 {
+		c.pending = make(map[string]*pendingCheckpoint, len(batch))
+		c.bytes = 0
+	}
 	c.mu.Unlock()
 	for _, chat := range forgot {
 		delete(c.sent, chat)
+	}
+	if len(batch) == 0 {
+		return nil
 	}
 
 	chats := make([]string, 0, len(batch))
