@@ -42,8 +42,10 @@ type CheckpointerOptions struct {
 // the same turn: PutFunc's snapshot names the texts that grow (a streaming
 // answer's parts), and the Checkpointer, remembering how much of each it
 // wrote, sends the rest (store Checkpoint.Texts) with the turn's small
-// remainder (Data). A turn's first checkpoint, and any after a snapshot whose
-// text is not a continuation of what was written, is written whole. Put and PutFunc never block on I/O: they record the newest
+// remainder (Data). A turn's first checkpoint is written whole, and so is a
+// text that does not continue what was written of it.
+//
+// Put and PutFunc never block on I/O: they record the newest
 // state of a chat's active turn and return; a goroutine owned by the
 // Checkpointer writes what is pending, all chats in one transaction, within
 // Interval of the first unwritten change or as soon as MaxBytes of new
