@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,7 +38,14 @@ type CheckpointerOptions struct {
 }
 
 // Checkpointer writes streaming turns' checkpoints off the caller's
-// goroutine. Put and PutFunc never block on I/O: they record the newest
+// goroutine, each one carrying only what is new since the previous one of
+// the same turn: PutFunc's snapshot names the texts that grow (a streaming
+// answer's parts), and the Checkpointer, remembering how much of each it
+// wrote, sends the rest (store Checkpoint.Texts) with the turn's small
+// remainder (Data). A turn's first checkpoint is written whole, and so is a
+// text that does not continue what was written of it.
+//
+// Put and PutFunc never block on I/O: they record the newest
 // state of a chat's active turn and return; a goroutine owned by the
 // Checkpointer writes what is pending, all chats in one transaction, within
 // Interval of the first unwritten change or as soon as MaxBytes of new
@@ -65,6 +73,13 @@ type Checkpointer struct {
 	closed  bool
 	stats   CheckpointerStats
 
+	// forgot lists the chats Forget was called for since the last write;
+	// the loop then drops what it remembers of them.
+	forgot []string
+	// sent is what was committed of each chat's turn: only the loop's
+	// goroutine (flush) uses it.
+	sent map[string]*sentTurn
+
 	wake     chan struct{}     // Put → loop: something new (capacity 1)
 	flushReq chan flushRequest // Flush → loop
 	stop     chan struct{}
@@ -75,10 +90,30 @@ type Checkpointer struct {
 type pendingCheckpoint struct {
 	turnID   string
 	data     json.RawMessage
-	snapshot func() (json.RawMessage, error)
+	snapshot func() (TurnSnapshot, error)
 	grew     int
 	at       time.Time
 }
+
+// sentTurn is what the store holds of a chat's active turn, as far as this
+// Checkpointer wrote it.
+type sentTurn struct {
+	turnID string
+	texts  map[string]sentText // by pointer
+}
+
+// sentText is how much of a text was written, and its last few bytes (a
+// copy, so as not to keep the text alive): a later snapshot whose text
+// still has them at that place continues it.
+type sentText struct {
+	n    int
+	tail string
+}
+
+// sentTail is how many of a text's last written bytes are kept to check
+// that the next snapshot continues it. The host's texts only ever grow at
+// the end; this catches a text replaced by another all the same.
+const sentTail = 32
 
 type chatGrowth struct {
 	turnID string
@@ -95,8 +130,8 @@ type CheckpointerStats struct {
 	// Puts counts Put and PutFunc calls.
 	Puts uint64
 	// Flushes counts successful write transactions; Written the
-	// checkpoints they carried.
-	Flushes, Written uint64
+	// checkpoints they carried, and Bytes their size (data and texts).
+	Flushes, Written, Bytes uint64
 	// Failures counts failed writes and failed snapshots.
 	Failures uint64
 	// LastError is the most recent failure.
@@ -121,6 +156,7 @@ func NewCheckpointer(st Store, opt CheckpointerOptions) *Checkpointer {
 		ctx: ctx, cancel: cancel,
 		pending:  make(map[string]*pendingCheckpoint),
 		known:    make(map[string]chatGrowth),
+		sent:     make(map[string]*sentTurn),
 		wake:     make(chan struct{}, 1),
 		flushReq: make(chan flushRequest),
 		stop:     make(chan struct{}),
@@ -150,8 +186,10 @@ func (c *Checkpointer) Put(chatURI, turnID string, data json.RawMessage) {
 // goroutine and only for the state actually written, to encode the turn as
 // it is then. This keeps a stream of small deltas from encoding a growing
 // turn once per delta. snapshot may take the session's lock; the
-// Checkpointer holds none of its own while calling it.
-func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (json.RawMessage, error)) {
+// Checkpointer holds none of its own while calling it. The texts it names
+// are only read, and only what they gained since the last write is
+// written: they must not change afterwards (a Go string never does).
+func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (TurnSnapshot, error)) {
 	c.mu.Lock()
 	c.known[chatURI] = chatGrowth{turnID: turnID}
 	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, snapshot: snapshot, grew: max(0, grew), at: time.Now()})
@@ -193,6 +231,7 @@ func (c *Checkpointer) Forget(chatURI string) {
 		delete(c.pending, chatURI)
 	}
 	delete(c.known, chatURI)
+	c.forgot = append(c.forgot, chatURI)
 }
 
 // Flush writes everything pending now and returns the write's error.
@@ -294,13 +333,19 @@ func (c *Checkpointer) hasPending() bool {
 func (c *Checkpointer) flush(ctx context.Context) error {
 	c.mu.Lock()
 	batch := c.pending
+	forgot := c.forgot
+	c.forgot = nil
+	if len(batch) > 0 {
+		c.pending = make(map[string]*pendingCheckpoint, len(batch))
+		c.bytes = 0
+	}
+	c.mu.Unlock()
+	for _, chat := range forgot {
+		delete(c.sent, chat)
+	}
 	if len(batch) == 0 {
-		c.mu.Unlock()
 		return nil
 	}
-	c.pending = make(map[string]*pendingCheckpoint, len(batch))
-	c.bytes = 0
-	c.mu.Unlock()
 
 	chats := make([]string, 0, len(batch))
 	for chat := range batch {
@@ -308,18 +353,27 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 	}
 	sort.Strings(chats) // a stable order makes failures reproducible
 	cps := make([]Checkpoint, 0, len(batch))
+	sents := make([]*sentTurn, 0, len(batch))
 	var snapErrs []error
+	var size uint64
 	for _, chat := range chats {
 		p := batch[chat]
-		data := p.data
+		cp := Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: p.data, Replace: true, Updated: p.at}
+		sent := &sentTurn{turnID: p.turnID}
 		if p.snapshot != nil {
-			var err error
-			if data, err = p.snapshot(); err != nil {
+			snap, err := p.snapshot()
+			if err != nil {
 				snapErrs = append(snapErrs, fmt.Errorf("encoding the active turn %s of chat %s: %w", p.turnID, chat, err))
 				continue
 			}
+			cp, sent = c.increment(cp, snap)
 		}
-		cps = append(cps, Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: data, Updated: p.at})
+		size += uint64(len(cp.Data))
+		for _, t := range cp.Texts {
+			size += uint64(len(t.Text))
+		}
+		cps = append(cps, cp)
+		sents = append(sents, sent)
 	}
 	var err error
 	if len(cps) > 0 {
@@ -330,6 +384,10 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 	if err == nil && len(cps) > 0 {
 		c.stats.Flushes++
 		c.stats.Written += uint64(len(cps))
+		c.stats.Bytes += size
+		for i, cp := range cps {
+			c.sent[cp.ChatURI] = sents[i]
+		}
 	} else if err != nil {
 		c.stats.Failures++
 		c.stats.LastError = err
@@ -358,4 +416,30 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 		c.flushed(len(cps), err)
 	}
 	return err
+}
+
+// increment turns a snapshot into the checkpoint that carries what is new
+// since the last write of the same turn, and returns it with what the store
+// will hold once it is written. It runs on the loop's goroutine.
+func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn) {
+	cp.Data = snap.Data
+	prev := c.sent[cp.ChatURI]
+	cp.Replace = prev == nil || prev.turnID != cp.TurnID
+	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(snap.Texts))}
+	cp.Texts = make([]CheckpointText, 0, len(snap.Texts))
+	for _, t := range snap.Texts {
+		full := t.Text
+		next.texts[t.Pointer] = sentText{n: len(full), tail: strings.Clone(full[max(0, len(full)-sentTail):])}
+		from := 0
+		if !cp.Replace {
+			if m, ok := prev.texts[t.Pointer]; ok && m.n <= len(full) && full[m.n-len(m.tail):m.n] == m.tail {
+				if m.n == len(full) {
+					continue // nothing new
+				}
+				from = m.n
+			}
+		}
+		cp.Texts = append(cp.Texts, CheckpointText{Pointer: t.Pointer, Offset: from, Text: full[from:]})
+	}
+	return cp, next
 }

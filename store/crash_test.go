@@ -43,7 +43,12 @@ var (
 	crashSession = testSession(1)
 	crashChat1   = testChat(crashSession.URI, 1)
 	crashChat2   = testChat(crashSession.URI, 2)
+	crashChat3   = testChat(crashSession.URI, 3)
 )
+
+// crashGrown is what the crash leaves of chat 3's turn, which streams in
+// incremental checkpoints: the two that were written.
+var crashGrown = growingTurn{answer: strings.Repeat("A", 1000) + strings.Repeat("B", 1000), thought: "ab", tools: 1}
 
 func crashTurn(i int) Turn {
 	id := fmt.Sprintf("done-%d", i)
@@ -61,7 +66,7 @@ func activeState(version, size int) json.RawMessage {
 // abandon, which stops the goroutines without writing anything more, as a
 // crash would.
 func crashScenario(ctx context.Context, s *SQLite) (last int64, abandon func(), err error) {
-	if err := s.PutSession(ctx, crashSession, crashChat1, crashChat2); err != nil {
+	if err := s.PutSession(ctx, crashSession, crashChat1, crashChat2, crashChat3); err != nil {
 		return 0, nil, err
 	}
 	for i := range 3 {
@@ -115,8 +120,27 @@ func crashScenario(ctx context.Context, s *SQLite) (last int64, abandon func(), 
 	if err := waitFlush("70 KiB of new content"); err != nil {
 		return fail(err)
 	}
-	// Newer states of both, less than 64 KiB and no interval: the crash
-	// takes these.
+	// Chat 3 streams a growing turn, checkpointed twice on the interval,
+	// each time with what it gained.
+	g := &growingTurn{answer: strings.Repeat("A", 1000), thought: "a"}
+	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	for round := range 2 {
+		if round == 1 {
+			g.answer += strings.Repeat("B", 1000)
+			g.thought += "b"
+			g.tools = 1
+		}
+		cp.PutFunc(crashChat3.URI, "grow", 1000, snap)
+		<-timer.armed
+		timer.fire <- time.Now()
+		if err := waitFlush("chat 3's interval"); err != nil {
+			return fail(err)
+		}
+	}
+	// Newer states of all three, less than 64 KiB and no interval: the
+	// crash takes these.
+	g.answer += strings.Repeat("C", 1000)
+	cp.PutFunc(crashChat3.URI, "grow", 1000, snap)
 	cp.Put(crashChat1.URI, "active", activeState(2, 3000))
 	cp.Put(crashChat2.URI, "big", activeState(11, 71<<10))
 	return last, abandon, nil
@@ -143,6 +167,11 @@ func checkAfterCrash(t *testing.T, path string, last int64) {
 	cp2, err := s.Checkpoint(ctx, crashChat2.URI)
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(activeState(10, 70<<10), cp2.Data), "chat 2 keeps the state written on size")
+	cp3, err := s.Checkpoint(ctx, crashChat3.URI)
+	require.NoError(t, err)
+	whole, err := cp3.Merged()
+	require.NoError(t, err)
+	assert.JSONEq(t, crashGrown.want(), string(whole), "chat 3 keeps its two incremental checkpoints, joined")
 
 	r, err := NewSeqReserve(ctx, s, 16)
 	require.NoError(t, err)

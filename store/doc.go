@@ -19,9 +19,12 @@
 //     caused go in one TurnCommit.
 //   - A streaming turn is checkpointed by a Checkpointer, off the caller's
 //     goroutine, at least every 250 ms or after 64 KiB of new content,
-//     several chats per transaction, only the newest state of each. After a
-//     crash Store.Checkpoint returns what is left of the turn; the host shows
-//     it as ended and commits it with AppendTurn, which drops the checkpoint.
+//     several chats per transaction, only the newest state of each. A
+//     checkpoint is incremental: the turn's growing texts are appended in
+//     pieces (what they gained since the last write), the rest of the turn
+//     is replaced. After a crash Store.Checkpoint returns what is left of
+//     the turn; the host shows it as ended and commits it with AppendTurn,
+//     which drops the checkpoint and its pieces.
 //   - serverSeq is not written per action: SeqReserve keeps a stored
 //     high-water mark a block ahead of the values handed out, and after a
 //     restart the host continues above it. Its documentation states the rule.

@@ -68,7 +68,11 @@ func Show(ctx context.Context, st Store, uri string) (SessionInfo, error) {
 		cp, err := st.Checkpoint(ctx, c.URI)
 		switch {
 		case err == nil:
-			ci.ActiveTurn = &ActiveTurnInfo{TurnID: cp.TurnID, Updated: cp.Updated, Bytes: len(cp.Data)}
+			n := len(cp.Data)
+			for _, t := range cp.Texts {
+				n += len(t.Text)
+			}
+			ci.ActiveTurn = &ActiveTurnInfo{TurnID: cp.TurnID, Updated: cp.Updated, Bytes: n}
 		case !errors.Is(err, ErrNotFound):
 			return SessionInfo{}, err
 		}
@@ -214,7 +218,14 @@ func Export(ctx context.Context, st Store, uri string) (*SessionExport, error) {
 			if err := validJSON(cp.Data, "the active turn %s of chat %s", cp.TurnID, c.URI); err != nil {
 				return nil, err
 			}
-			ec.ActiveTurn = &ExportedActiveTurn{TurnID: cp.TurnID, Updated: cp.Updated, State: orNull(cp.Data)}
+			state := cp.Data
+			if len(state) > 0 {
+				// The texts its checkpoints appended go back in place.
+				if state, err = cp.Merged(); err != nil {
+					return nil, fmt.Errorf("exporting session %s: %w", uri, err)
+				}
+			}
+			ec.ActiveTurn = &ExportedActiveTurn{TurnID: cp.TurnID, Updated: cp.Updated, State: orNull(state)}
 		case !errors.Is(err, ErrNotFound):
 			return nil, fmt.Errorf("exporting session %s: %w", uri, err)
 		}

@@ -20,6 +20,7 @@ type migration struct {
 // has run exactly the first n entries.
 var migrations = []migration{
 	{name: "catalogue, chats, turns, checkpoints and the serverSeq high-water mark", sql: schemaV1},
+	{name: "checkpoint texts appended rather than rewritten", sql: schemaV2},
 }
 
 // schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
@@ -74,6 +75,23 @@ CREATE TABLE seq (
 	high_water INTEGER NOT NULL
 );
 INSERT INTO seq (id, high_water) VALUES (1, 0);
+`
+
+// schemaV2 adds the pieces of text that incremental checkpoints append to
+// the strings of a checkpoint's data (Checkpoint.Texts). A checkpoint written
+// before (its whole turn in data, no texts) is a valid checkpoint of the new
+// kind: nothing needs converting.
+const schemaV2 = `
+-- off is the byte offset of the piece in its string; a chat's pieces are
+-- read in (pointer, off) order and dropped with the checkpoint's turn.
+CREATE TABLE checkpoint_texts (
+	chat_uri TEXT    NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+	turn_id  TEXT    NOT NULL,
+	pointer  TEXT    NOT NULL,
+	off      INTEGER NOT NULL,
+	text     BLOB    NOT NULL,
+	UNIQUE (chat_uri, turn_id, pointer, off)
+);
 `
 
 // versionTable records the schema version; it exists before migration 1 so

@@ -413,13 +413,13 @@ func sqliteCode(err error) int {
 // --- statements ---
 
 type writeStmts struct {
-	upsertSession, upsertChat, insertTurn, dropTurnCheckpoint,
-	putCheckpoint, deleteSession, raiseSeq *sql.Stmt
+	upsertSession, upsertChat, insertTurn, dropTurnCheckpoint, dropTurnTexts,
+	putCheckpoint, dropChatTexts, cutText, putText, deleteSession, raiseSeq *sql.Stmt
 }
 
 type readStmts struct {
 	listFirst, listAfter, session, chats, turnIdx, turnsBefore,
-	chatExists, checkpoint, seq *sql.Stmt
+	chatExists, checkpoint, checkpointTexts, seq *sql.Stmt
 }
 
 const sessionColumns = `uri, provider, title, working_dirs, config, summary, created_ns, modified_ns`
@@ -450,6 +450,8 @@ func (s *SQLite) prepare(ctx context.Context) error {
 			WHERE chat_uri = ? AND idx < ? ORDER BY idx DESC LIMIT ?`},
 		{&s.rs.chatExists, s.r, `SELECT 1 FROM chats WHERE uri = ?`},
 		{&s.rs.checkpoint, s.r, `SELECT turn_id, updated_ns, data FROM checkpoints WHERE chat_uri = ?`},
+		{&s.rs.checkpointTexts, s.r, `SELECT pointer, off, text FROM checkpoint_texts
+			WHERE chat_uri = ? AND turn_id = ? ORDER BY pointer, off`},
 		{&s.rs.seq, s.r, `SELECT high_water FROM seq WHERE id = 1`},
 	}
 	if !s.readOnly {
@@ -469,6 +471,7 @@ func (s *SQLite) prepare(ctx context.Context) error {
 				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4)
 				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data`},
 			entry{&s.ws.dropTurnCheckpoint, s.w, `DELETE FROM checkpoints WHERE chat_uri = ? AND turn_id = ?`},
+			entry{&s.ws.dropTurnTexts, s.w, `DELETE FROM checkpoint_texts WHERE chat_uri = ? AND turn_id = ?`},
 			// A checkpoint that lost the race with its turn's completion, or
 			// with its session's deletion, must not come back to life.
 			entry{&s.ws.putCheckpoint, s.w, `INSERT INTO checkpoints (chat_uri, turn_id, updated_ns, data)
@@ -477,6 +480,13 @@ func (s *SQLite) prepare(ctx context.Context) error {
 					AND NOT EXISTS (SELECT 1 FROM turns WHERE chat_uri = ?1 AND turn_id = ?2)
 				ON CONFLICT (chat_uri) DO UPDATE SET turn_id = excluded.turn_id,
 					updated_ns = excluded.updated_ns, data = excluded.data`},
+			entry{&s.ws.dropChatTexts, s.w, `DELETE FROM checkpoint_texts WHERE chat_uri = ?`},
+			// A piece written again replaces what was stored from its
+			// offset on.
+			entry{&s.ws.cutText, s.w, `DELETE FROM checkpoint_texts
+				WHERE chat_uri = ? AND turn_id = ? AND pointer = ? AND off >= ?`},
+			entry{&s.ws.putText, s.w, `INSERT INTO checkpoint_texts (chat_uri, turn_id, pointer, off, text)
+				VALUES (?, ?, ?, ?, ?)`},
 			entry{&s.ws.deleteSession, s.w, `DELETE FROM sessions WHERE uri = ?`},
 			entry{&s.ws.raiseSeq, s.w, `UPDATE seq SET high_water = MAX(high_water, ?) WHERE id = 1`},
 		)
@@ -632,7 +642,10 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.StmtContext(ctx, s.ws.dropTurnCheckpoint).ExecContext(ctx, c.ChatURI, c.Turn.ID)
+		if _, err = tx.StmtContext(ctx, s.ws.dropTurnCheckpoint).ExecContext(ctx, c.ChatURI, c.Turn.ID); err != nil {
+			return err
+		}
+		_, err = tx.StmtContext(ctx, s.ws.dropTurnTexts).ExecContext(ctx, c.ChatURI, c.Turn.ID)
 		return err
 	})
 	if err != nil {
@@ -667,9 +680,8 @@ func (s *SQLite) PutCheckpoints(ctx context.Context, cps []Checkpoint) error {
 		return s.usable(true)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		st := tx.StmtContext(ctx, s.ws.putCheckpoint)
 		for _, cp := range cps {
-			if _, err := st.ExecContext(ctx, cp.ChatURI, cp.TurnID, toNS(cp.Updated), notNullBytes(cp.Data)); err != nil {
+			if err := s.putCheckpoint(ctx, tx, cp); err != nil {
 				return fmt.Errorf("chat %s: %w", cp.ChatURI, err)
 			}
 		}
@@ -677,6 +689,39 @@ func (s *SQLite) PutCheckpoints(ctx context.Context, cps []Checkpoint) error {
 	})
 	if err != nil {
 		return fmt.Errorf("storing %d checkpoints: %w", len(cps), err)
+	}
+	return nil
+}
+
+// putCheckpoint writes one checkpoint: its data row, then its texts, unless
+// the data row was dropped (the turn was committed, or the chat is gone).
+func (s *SQLite) putCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
+	res, err := tx.StmtContext(ctx, s.ws.putCheckpoint).ExecContext(ctx, cp.ChatURI, cp.TurnID, toNS(cp.Updated), notNullBytes(cp.Data))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return nil // too late: nothing of it is stored
+	}
+	if cp.Replace {
+		if _, err := tx.StmtContext(ctx, s.ws.dropChatTexts).ExecContext(ctx, cp.ChatURI); err != nil {
+			return err
+		}
+	}
+	for _, t := range cp.Texts {
+		if !cp.Replace {
+			if _, err := tx.StmtContext(ctx, s.ws.cutText).ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset); err != nil {
+				return err
+			}
+		}
+		if t.Text == "" {
+			continue
+		}
+		if _, err := tx.StmtContext(ctx, s.ws.putText).ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset, t.Text); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -893,16 +938,46 @@ func (s *SQLite) Checkpoint(ctx context.Context, chatURI string) (Checkpoint, er
 		return Checkpoint{}, err
 	}
 	cp := Checkpoint{ChatURI: chatURI}
-	var updated int64
-	var data []byte
-	err := s.rs.checkpoint.QueryRowContext(ctx, chatURI).Scan(&cp.TurnID, &updated, &data)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
-	}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var updated int64
+		var data []byte
+		err := tx.StmtContext(ctx, s.rs.checkpoint).QueryRowContext(ctx, chatURI).Scan(&cp.TurnID, &updated, &data)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		cp.Updated, cp.Data = fromNS(updated), data
+		rows, err := tx.StmtContext(ctx, s.rs.checkpointTexts).QueryContext(ctx, chatURI, cp.TurnID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var run *textRun
+		for rows.Next() {
+			var pointer string
+			var off int
+			var text []byte
+			if err := rows.Scan(&pointer, &off, &text); err != nil {
+				return err
+			}
+			if run == nil || run.text.Pointer != pointer {
+				if run != nil {
+					cp.Texts = append(cp.Texts, run.done())
+				}
+				run = &textRun{text: CheckpointText{Pointer: pointer}, start: off}
+			}
+			run.add(off, text)
+		}
+		if run != nil {
+			cp.Texts = append(cp.Texts, run.done())
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("reading the checkpoint of chat %s: %w", chatURI, err)
 	}
-	cp.Updated, cp.Data = fromNS(updated), data
 	return cp, nil
 }
 
@@ -945,9 +1020,9 @@ func (s *SQLite) closeDBs() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
 		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore,
-		s.rs.chatExists, s.rs.checkpoint, s.rs.seq,
-		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnCheckpoint,
-		s.ws.putCheckpoint, s.ws.deleteSession, s.ws.raiseSeq,
+		s.rs.chatExists, s.rs.checkpoint, s.rs.checkpointTexts, s.rs.seq,
+		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnCheckpoint, s.ws.dropTurnTexts,
+		s.ws.putCheckpoint, s.ws.dropChatTexts, s.ws.cutText, s.ws.putText, s.ws.deleteSession, s.ws.raiseSeq,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())

@@ -35,9 +35,11 @@ type Store interface {
 	// ErrNotFound if there was nothing to delete.
 	DeleteSession(ctx context.Context, uri string) error
 	// PutCheckpoints writes the newest state of several active turns in one
-	// transaction. A checkpoint whose chat is no longer stored, or whose
-	// turn has already been committed as completed, is dropped: it arrived
-	// too late to matter.
+	// transaction: each checkpoint replaces the chat's Data and appends its
+	// Texts to what earlier checkpoints of the same turn stored (or, with
+	// Replace, drops those first). A checkpoint whose chat is no longer
+	// stored, or whose turn has already been committed as completed, is
+	// dropped: it arrived too late to matter.
 	PutCheckpoints(ctx context.Context, cps []Checkpoint) error
 	// RaiseSeqHighWater raises the stored serverSeq high-water mark to v; it
 	// never lowers it. See SeqReserve for the rule built on it.
@@ -52,8 +54,10 @@ type Store interface {
 	// Turns returns a page of a chat's completed turns, walking backwards
 	// from the newest. ErrNotFound if the chat is not stored.
 	Turns(ctx context.Context, chatURI string, q TurnQuery) (TurnPage, error)
-	// Checkpoint returns the last checkpoint written for a chat's active
-	// turn. ErrNotFound if there is none.
+	// Checkpoint returns what is stored of a chat's active turn: the last
+	// Data written and the texts appended to it, one
+	// CheckpointText per string, in Pointer order (Checkpoint.Merged joins
+	// them). ErrNotFound if there is none.
 	Checkpoint(ctx context.Context, chatURI string) (Checkpoint, error)
 	// SeqHighWater returns the stored serverSeq high-water mark: no value
 	// above it was ever handed out under the SeqReserve rule.
@@ -120,12 +124,47 @@ type TurnCommit struct {
 
 // Checkpoint is the newest stored state of a chat's active (streaming) turn.
 // After a crash it is what is left of the turn; the host shows it as ended.
+//
+// A checkpoint is incremental: Data is the turn's JSON document in which the
+// strings that keep growing (a streaming answer's text) are left short, and
+// Texts carry what those strings gained since the previous checkpoint of the
+// turn. The store does not parse Data; only Merged, for readers that want
+// the whole document (export), does.
 type Checkpoint struct {
 	ChatURI string
 	TurnID  string
-	Data    json.RawMessage
+	// Data replaces the Data of the previous checkpoint of the turn.
+	Data json.RawMessage
+	// Replace drops whatever earlier checkpoints of the chat stored,
+	// appended texts included, before this one is written: Data and Texts
+	// are then the whole state.
+	Replace bool
+	// Texts are appended to strings inside Data.
+	Texts []CheckpointText
 	// Updated is when the host produced this state.
 	Updated time.Time
+}
+
+// CheckpointText is a piece of a string inside a checkpoint's Data.
+type CheckpointText struct {
+	// Pointer names the string, as an RFC 6901 JSON pointer into Data
+	// ("/responseParts/2/content").
+	Pointer string
+	// Offset is the byte offset in the (decoded) string at which Text
+	// goes: what the string holds from Offset on is replaced by Text, so
+	// writing a piece again is harmless. A piece whose Offset is beyond the
+	// string's end cannot be placed and is ignored.
+	Offset int
+	// Text is UTF-8 text, cut on a rune boundary.
+	Text string
+}
+
+// TurnSnapshot is an active turn as PutFunc's snapshot gives it: Data as in
+// Checkpoint, and for each string named by Texts its whole current content
+// (Offset 0). The Checkpointer works out what is new since the last write.
+type TurnSnapshot struct {
+	Data  json.RawMessage
+	Texts []CheckpointText
 }
 
 // SessionRecord is a session with its chats, without their turns.

@@ -1,12 +1,12 @@
 package host
 
 import (
-	"encoding/json"
 	"strings"
 	"sync"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 type chanKind int
@@ -137,11 +137,12 @@ type chatData struct {
 	// oldest turns are only in the store (restore.go).
 	created        int64
 	unstored       int
-	snapshot       func() (json.RawMessage, error)
+	snapshot       func() (store.TurnSnapshot, error)
 	agentSessionID string
 	olderInStore   bool
 	// turnBytes is the encoded size of the active turn's actions so far,
-	// for the checkpointer's byte trigger (checkpoint.go).
+	// its text deltas left out, for the checkpointer's byte trigger
+	// (checkpoint.go).
 	turnBytes int
 }
 

@@ -3,38 +3,38 @@ package host
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
-// A streaming turn's checkpoint is the whole active turn, rewritten each
-// time (the store keeps one per chat). Two things keep that from costing
-// the quadratic time it could on a long turn:
+// A streaming turn's checkpoint is incremental: the store's Checkpointer
+// writes only what the turn gained since its previous checkpoint. A
+// snapshot (turnSnapshot) is the turn encoded with its text parts' content
+// left empty, which is small, and the text parts' content as it is, shared
+// with the state (the reducer only ever appends to a text, and a Go string
+// never changes): the Checkpointer keeps how much of each text it wrote and
+// appends the rest. So a checkpoint costs what the turn gained plus the
+// turn's non-text remainder (its message, tool calls, other parts), and a
+// long answer is written once, in pieces, instead of once per checkpoint.
 //
-//   - The encoding of a turn's texts is kept between its checkpoints: the
-//     reducer only ever appends to a text part, so only the new end is
-//     escaped, and the rest of the turn (small) goes through encoding/json.
-//     The encoding runs on the checkpointer's goroutine, from a copy taken
-//     under the session's lock (copyActiveTurn).
-//   - The checkpointer writes as soon as 64 KiB of new content are waiting
-//     (store.DefaultCheckpointBytes), at least every 250 ms. Up to
-//     checkpointScaleFrom (128 KiB) of turn that is what it does; beyond,
-//     the content counted is scaled down so that a write waits for half the
-//     turn's size in new content (or the 250 ms): a checkpoint of an S-byte
-//     turn costs O(S), so writing every 64 KiB would cost O(S²/64 KiB) and
-//     keep a core busy on a long stream, where a write per 1.5× growth
-//     costs O(S) over the turn's life. The 250 ms bound holds for every
-//     turn: what a crash loses is at most the last 250 ms, or the last
-//     64 KiB of a turn up to 128 KiB.
+// The checkpointer writes as soon as 64 KiB of new content are waiting
+// (store.DefaultCheckpointBytes), at least every 250 ms. The text deltas
+// count in full. The rest of the turn is rewritten by every checkpoint, so
+// once it passes checkpointScaleFrom (128 KiB: a turn of many or large
+// tool calls) what it grows by counts scaled down, so that its rewrites
+// cost O(S) over the turn's life rather than O(S²/64 KiB); the 250 ms
+// bound holds for every turn.
 
-// checkpointScaleFrom is the turn size from which the byte trigger grows
-// with the turn: 2 × 64 KiB, where the trigger becomes half of the turn.
+// checkpointScaleFrom is the size of a turn's non-text remainder from which
+// its growth counts less towards the byte trigger: 2 × 64 KiB, where the
+// trigger becomes half of the remainder.
 const checkpointScaleFrom = 2 * store.DefaultCheckpointBytes
 
 // checkpointGrowth is what an action of size bytes counts towards the
-// checkpointer's byte trigger, in a turn of turnBytes so far.
+// checkpointer's byte trigger, in a turn whose non-text remainder has
+// grown to turnBytes so far.
 func checkpointGrowth(size, turnBytes int) int {
 	if turnBytes <= checkpointScaleFrom {
 		return size
@@ -44,34 +44,61 @@ func checkpointGrowth(size, turnBytes int) int {
 	return (size*checkpointScaleFrom + turnBytes - 1) / turnBytes
 }
 
-// turnEncoder encodes one turn's checkpoints, keeping each text part's
-// escaped content between them. It belongs to the checkpointer's goroutine
-// (the only caller of snapshot functions), so it needs no lock.
-type turnEncoder struct {
-	texts map[string]*escapedText // by kind and part id
+// textPointer names the content of the turn's response part i in a
+// snapshot's Data (an RFC 6901 pointer).
+func textPointer(i int) string {
+	return "/responseParts/" + strconv.Itoa(i) + "/content"
 }
 
-// escapedText is a text part's content as encoded so far: src, a prefix of
-// the content ending on a rune boundary, and its JSON escaping (without
-// quotes).
-type escapedText struct {
-	src string
-	esc []byte
-}
-
-// encode returns t as JSON: the shape json.Marshal gives an ActiveTurn
-// (what restore decodes), with text parts written from the cache.
-func (e *turnEncoder) encode(t *wire.ActiveTurn) ([]byte, error) {
+// turnSnapshot encodes an active turn for the checkpointer: the shape
+// json.Marshal gives an ActiveTurn (what restore decodes), its markdown and
+// reasoning parts with empty content, and those contents as the snapshot's
+// texts.
+func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) {
+	var snap store.TurnSnapshot
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, t.ID)
 	b = append(b, `,"startedAt":`...)
 	b = appendJSONString(b, t.StartedAt)
-	b, err := appendTurnBody(b, e, &t.Message, t.ResponseParts, t.Usage)
+	b, err := appendTurnBody(b, &snap.Texts, &t.Message, t.ResponseParts, t.Usage)
 	if err != nil {
-		return nil, err
+		return store.TurnSnapshot{}, err
 	}
-	return append(b, '}'), nil
+	snap.Data = append(b, '}')
+	return snap, nil
+}
+
+// placeTexts puts the texts a checkpoint appended back into the turn
+// decoded from its Data: the inverse of turnSnapshot. It reports the texts
+// that name no text part of the turn.
+func placeTexts(t *wire.ActiveTurn, texts []store.CheckpointText) (misplaced int) {
+	for _, x := range texts {
+		i, ok := strings.CutPrefix(x.Pointer, "/responseParts/")
+		var n int
+		var err error
+		if ok {
+			i, ok = strings.CutSuffix(i, "/content")
+			n, err = strconv.Atoi(i)
+		}
+		if !ok || err != nil || n < 0 || n >= len(t.ResponseParts) {
+			misplaced++
+			continue
+		}
+		var content *string
+		switch v := t.ResponseParts[n].Value.(type) {
+		case *wire.MarkdownResponsePart:
+			content = &v.Content
+		case *wire.ReasoningResponsePart:
+			content = &v.Content
+		}
+		if content == nil || x.Offset > len(*content) {
+			misplaced++
+			continue
+		}
+		*content = (*content)[:x.Offset] + x.Text
+	}
+	return misplaced
 }
 
 // encodeTurn returns a completed turn as JSON, as json.Marshal would but
@@ -100,9 +127,9 @@ func encodeTurn(t *wire.Turn) ([]byte, error) {
 }
 
 // appendTurnBody appends the message, parts and usage members of a turn
-// (active or completed), the text parts through e's cache when e is not
-// nil.
-func appendTurnBody(b []byte, e *turnEncoder, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
+// (active or completed). When texts is not nil the text parts' content is
+// written empty and added to texts instead (turnSnapshot).
+func appendTurnBody(b []byte, texts *[]store.CheckpointText, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
 	m, err := json.Marshal(msg)
 	if err != nil {
 		return nil, err
@@ -134,10 +161,9 @@ func appendTurnBody(b []byte, e *turnEncoder, msg *wire.Message, ps []wire.Respo
 		b = append(b, `,"id":`...)
 		b = appendJSONString(b, id)
 		b = append(b, `,"content":`...)
-		if e != nil {
-			b = append(b, '"')
-			b = append(b, e.escape(string(kind)+"\x00"+id, content)...)
-			b = append(b, '"')
+		if texts != nil {
+			b = append(b, `""`...)
+			*texts = append(*texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
 		} else {
 			b = appendJSONString(b, content)
 		}
@@ -153,40 +179,4 @@ func appendTurnBody(b []byte, e *turnEncoder, msg *wire.Message, ps []wire.Respo
 		b = append(b, u...)
 	}
 	return b, nil
-}
-
-// escape returns content's JSON escaping, reusing what was escaped of it
-// before when content still starts with it.
-func (e *turnEncoder) escape(key, content string) []byte {
-	if e.texts == nil {
-		e.texts = map[string]*escapedText{}
-	}
-	c := e.texts[key]
-	if c == nil || len(content) < len(c.src) || content[:len(c.src)] != c.src {
-		c = &escapedText{}
-		e.texts[key] = c
-	}
-	rest := content[len(c.src):]
-	// Keep the cache on a rune boundary, so that the next piece escapes
-	// exactly as the whole would: a rune cut short at the end stays out.
-	cut := len(rest)
-	for i := len(rest) - 1; i >= 0 && i >= len(rest)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(rest[i]) {
-			if !utf8.FullRuneInString(rest[i:]) {
-				cut = i
-			}
-			break
-		}
-	}
-	esc := appendJSONString(c.esc, rest[:cut])
-	// appendJSONString quotes: drop the quotes it added.
-	esc = append(esc[:len(c.esc)], esc[len(c.esc)+1:len(esc)-1]...)
-	c.src, c.esc = content[:len(c.src)+cut], esc
-	if cut == len(rest) {
-		return c.esc
-	}
-	tail := appendJSONString(nil, rest[cut:])
-	out := make([]byte, 0, len(c.esc)+len(tail))
-	out = append(out, c.esc...)
-	return append(out, tail[1:len(tail)-1]...)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // tricky texts: escapes, HTML-unsafe bytes, multi-byte runes, U+2028,
@@ -41,41 +42,63 @@ func TestTurnEncodingIsJSONMarshal(t *testing.T) {
 
 		active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg(text), ResponseParts: turn.ResponseParts}
 		want, _ = json.Marshal(&active)
-		var enc turnEncoder
-		got, err = enc.encode(&active)
+		snap, err := turnSnapshot(&active)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got), "active turn with %q", text)
+		// Equal as JSON: invalid UTF-8 decodes as U+FFFD, which encodes
+		// literally where the original's bytes were escaped.
+		assert.JSONEq(t, string(want), string(placedSnapshot(t, snap)), "active turn with %q", text)
 	}
 }
 
-// TestTurnEncoderGrowsTextIncrementally: a text that grows between
-// checkpoints, cut anywhere (inside a multi-byte rune too), encodes as
-// json.Marshal does each time, and a text replaced by another is
-// re-encoded.
-func TestTurnEncoderGrowsTextIncrementally(t *testing.T) {
-	full := strings.Join(trickyTexts, "|")
-	var enc turnEncoder
-	for cut := 0; cut <= len(full); cut += 7 {
-		active := wire.ActiveTurn{ID: "a", Message: userMsg("q"), ResponseParts: []wire.ResponsePart{
-			wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: full[:cut]}),
-		}}
-		want, err := json.Marshal(&active)
-		require.NoError(t, err)
-		got, err := enc.encode(&active)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got), "cut at %d", cut)
-	}
-	active := wire.ActiveTurn{ID: "a", Message: userMsg("q"), ResponseParts: []wire.ResponsePart{
-		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: "something else"}),
-	}}
-	want, _ := json.Marshal(&active)
-	got, err := enc.encode(&active)
+// placedSnapshot is a snapshot decoded as restore decodes a checkpoint, its
+// texts put back, encoded again.
+func placedSnapshot(t *testing.T, snap store.TurnSnapshot) []byte {
+	t.Helper()
+	var at wire.ActiveTurn
+	require.NoError(t, json.Unmarshal(snap.Data, &at))
+	require.Zero(t, placeTexts(&at, snap.Texts))
+	b, err := json.Marshal(&at)
 	require.NoError(t, err)
-	assert.Equal(t, string(want), string(got))
+	return b
+}
+
+// TestTurnSnapshotLeavesTextsOut: a snapshot's data holds the text parts
+// empty, and every other part whole; its texts name the text parts' content
+// by pointer, and both the host's placeTexts and the store's generic
+// Checkpoint.Merged put them back where they were.
+func TestTurnSnapshotLeavesTextsOut(t *testing.T) {
+	text := strings.Join(trickyTexts[:len(trickyTexts)-1], "|")
+	active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg("q"), ResponseParts: []wire.ResponsePart{
+		wire.NewResponsePart(&wire.ReasoningResponsePart{Kind: wire.ResponsePartKindReasoning, ID: "r", Content: "think " + text}),
+		wire.NewResponsePart(&wire.ToolCallResponsePart{Kind: wire.ResponsePartKindToolCall, ToolCall: wire.ToolCallState{Value: &wire.ToolCallRunningState{
+			Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read " + text}}}),
+		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
+	}}
+	snap, err := turnSnapshot(&active)
+	require.NoError(t, err)
+	require.Len(t, snap.Texts, 2)
+	assert.Equal(t, "/responseParts/0/content", snap.Texts[0].Pointer)
+	assert.Equal(t, "/responseParts/2/content", snap.Texts[1].Pointer)
+	assert.NotContains(t, string(snap.Data), "think", "the texts are not in the data")
+	assert.Contains(t, string(snap.Data), `"toolCallId":"tc1"`, "the other parts are")
+
+	want, err := json.Marshal(&active)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(placedSnapshot(t, snap)))
+	merged, err := store.Checkpoint{Data: snap.Data, Texts: snap.Texts}.Merged()
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(merged))
+
+	// A text that names no text part is reported, not placed.
+	var at wire.ActiveTurn
+	require.NoError(t, json.Unmarshal(snap.Data, &at))
+	assert.Equal(t, 3, placeTexts(&at, []store.CheckpointText{{Pointer: "/responseParts/1/content", Text: "x"},
+		{Pointer: "/responseParts/9/content", Text: "x"}, {Pointer: "/responseParts/2/content", Offset: 5, Text: "x"}}))
 }
 
 // TestCheckpointGrowth: the byte trigger counts every byte up to 128 KiB of
-// turn, then half the turn's size in new content counts as 64 KiB.
+// a turn's non-text remainder, then half its size in new content counts as
+// 64 KiB.
 func TestCheckpointGrowth(t *testing.T) {
 	assert.Equal(t, 100, checkpointGrowth(100, 1000))
 	assert.Equal(t, 100, checkpointGrowth(100, checkpointScaleFrom))

@@ -25,11 +25,11 @@ import (
 //   - A completed turn (turnComplete, turnCancelled, error) is appended with
 //     those rows in one transaction, also before the action is broadcast.
 //   - A streaming turn is handed to the store's Checkpointer on every
-//     action that changes it; the Checkpointer writes it off the hot path,
-//     at least every 250 ms or 64 KiB (half the turn beyond 128 KiB,
-//     checkpoint.go says why). Its encoding happens on the Checkpointer's
+//     action that changes it; the Checkpointer writes what the turn gained
+//     since its last checkpoint, off the hot path, at least every 250 ms or
+//     64 KiB (checkpoint.go). Its encoding happens on the Checkpointer's
 //     goroutine from a copy taken under the session's lock, so the lock is
-//     never held across an encoding of a large turn or I/O.
+//     never held across an encoding or I/O.
 //   - disposeSession deletes the session's rows before sessionRemoved is
 //     announced.
 //   - serverSeq is covered by a store.SeqReserve before each broadcast.
@@ -508,8 +508,15 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 			return // not part of the turn, and not a catalogue change
 		}
 		if t := ch.chat.st.ActiveTurn; t != nil && ch.chat.snapshot != nil {
-			ch.chat.turnBytes += size
-			h.ds.cp.PutFunc(ch.uri, t.ID, checkpointGrowth(size, ch.chat.turnBytes), ch.chat.snapshot)
+			grew := size
+			switch a.Value.(type) {
+			case *wire.ChatDeltaAction, *wire.ChatReasoningAction:
+				// Appended to the store, never rewritten: counts whole.
+			default:
+				ch.chat.turnBytes += size
+				grew = checkpointGrowth(size, ch.chat.turnBytes)
+			}
+			h.ds.cp.PutFunc(ch.uri, t.ID, grew, ch.chat.snapshot)
 		}
 	case chanSession:
 		switch a.Value.(type) {
@@ -573,23 +580,24 @@ func onlyTurnGone(err error) bool {
 // activeTurnSnapshot returns the checkpointer's snapshot function for the
 // active turn turnID of chat ch: it copies the turn under the session's
 // lock (a copy of its parts, whose texts are immutable strings, so O(parts)
-// and no encoding) and encodes the copy after releasing it.
-func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (json.RawMessage, error) {
-	var enc turnEncoder // the checkpointer's goroutine's alone (checkpoint.go)
-	return func() (json.RawMessage, error) {
+// and no encoding) and encodes the copy after releasing it, on the
+// checkpointer's goroutine (checkpoint.go: what is encoded, and what the
+// checkpointer makes of it).
+func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (store.TurnSnapshot, error) {
+	return func() (store.TurnSnapshot, error) {
 		ch.mu.Lock()
 		t := ch.chat.st.ActiveTurn
 		if ch.removed || t == nil || t.ID != turnID {
 			ch.mu.Unlock()
-			return nil, errTurnGone
+			return store.TurnSnapshot{}, errTurnGone
 		}
 		cp := copyActiveTurn(t)
 		ch.mu.Unlock()
-		b, err := enc.encode(cp)
+		snap, err := turnSnapshot(cp)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
+			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
-		return b, nil
+		return snap, nil
 	}
 }
 

@@ -452,6 +452,9 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 	case cerr == nil && !known(cp.TurnID):
 		var at wire.ActiveTurn
 		if err := json.Unmarshal(cp.Data, &at); err == nil && at.ID == cp.TurnID {
+			if n := placeTexts(&at, cp.Texts); n > 0 {
+				h.log.Warn().Str("chat", row.URI).Str("turn", cp.TurnID).Int("texts", n).Msg("texts of an interrupted turn's checkpoint name no text part of it; they are left out")
+			}
 			endInterrupted(st, &at, cp.Updated.UnixMilli(), clock)
 			interrupted = true
 		} else {

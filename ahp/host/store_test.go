@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -592,4 +593,128 @@ func TestStoreRestoredChatsAndAgentSessionIDs(t *testing.T) {
 	assert.Len(t, sess.Chats, 3)
 	_, rpcErr := c.call("subscribe", map[string]any{"channel": "ahp-chat:/y"})
 	require.NotNil(t, rpcErr, "a disposed chat stays gone")
+}
+
+// TestStoreManyCheckpointsRestoreTheWholeTurn: a turn checkpointed many
+// times, each checkpoint carrying only what the turn gained, comes back
+// after a restart with exactly the concatenated text of each text part and
+// its other parts (tool calls, a notification) as they were, and the bytes
+// written over its checkpoints stay linear in its length.
+func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
+	path := stateFile(t)
+	hs, st := storedHarness(t, path, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	s := hs.newSession(c, "many")
+	ctx, cancel := waitCtx(t)
+	defer cancel()
+	hs.dispatch(t, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("long one")},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "r", Content: "think:"})},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+	)
+	var answer, reasoning strings.Builder
+	reasoning.WriteString("think:")
+	const rounds = 40
+	for i := range rounds {
+		chunk := fmt.Sprintf("chunk %d é日本語🙂 \"quoted\" <b>\n", i) + strings.Repeat("x", 1000)
+		answer.WriteString(chunk)
+		actions := []wire.StateAction{
+			wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: chunk}),
+			wire.Action(&wire.ChatReasoningAction{TurnID: "t1", PartID: "r", Content: strconv.Itoa(i)}),
+		}
+		reasoning.WriteString(strconv.Itoa(i))
+		if i%10 == 5 {
+			id := "tc" + strconv.Itoa(i)
+			actions = append(actions,
+				wire.Action(&wire.ChatToolCallStartAction{TurnID: "t1", ToolCallID: id, ToolName: "read", DisplayName: "Read " + strconv.Itoa(i)}),
+				wire.Action(&wire.ChatToolCallReadyAction{TurnID: "t1", ToolCallID: id, InvocationMessage: wire.PlainText("Read a.txt"),
+					Confirmed: wire.Ptr(wire.ToolCallConfirmationReasonNotNeeded)}))
+		}
+		for _, a := range actions {
+			hs.dispatch(t, s.chat, a.Value)
+		}
+		require.NoError(t, hs.h.ds.cp.Flush(ctx))
+	}
+	stats := hs.h.ds.cp.Stats()
+	require.GreaterOrEqual(t, stats.Flushes, uint64(rounds), "one checkpoint per round at least")
+	assert.Less(t, stats.Bytes, uint64(2*answer.Len()), "each checkpoint wrote what was new, not the whole turn again")
+	live := hs.readChat(t, s.chat).ActiveTurn
+	require.NotNil(t, live)
+	require.Equal(t, answer.String(), turnText(live.ResponseParts))
+
+	cp, err := st.Checkpoint(ctx, s.chat)
+	require.NoError(t, err)
+	assert.Greater(t, len(cp.Texts), 0, "the text is stored as appended pieces")
+	c.close()
+
+	hs, _ = restart(t, hs, st, path, Options{})
+	c = hs.dial(t, "c")
+	c.initialize(s.uri, s.chat)
+	chat := hs.readChat(t, s.chat)
+	require.Nil(t, chat.ActiveTurn)
+	require.Len(t, chat.Turns, 1)
+	cut := chat.Turns[0]
+	assert.Equal(t, wire.TurnStateCancelled, cut.State)
+	assert.Equal(t, answer.String(), turnText(cut.ResponseParts), "the concatenated text, exactly")
+	// The parts are the live turn's, in order, then the restart notice;
+	// the tool calls are cancelled.
+	require.Len(t, cut.ResponseParts, len(live.ResponseParts)+1)
+	var tools []string
+	for i, p := range live.ResponseParts {
+		switch v := p.Value.(type) {
+		case *wire.ReasoningResponsePart:
+			got, ok := cut.ResponseParts[i].Value.(*wire.ReasoningResponsePart)
+			require.True(t, ok, "part %d", i)
+			assert.Equal(t, reasoning.String(), got.Content)
+			assert.Equal(t, v.Content, got.Content)
+		case *wire.MarkdownResponsePart:
+			got, ok := cut.ResponseParts[i].Value.(*wire.MarkdownResponsePart)
+			require.True(t, ok, "part %d", i)
+			assert.Equal(t, v.ID, got.ID)
+		case *wire.ToolCallResponsePart:
+			got, ok := cut.ResponseParts[i].Value.(*wire.ToolCallResponsePart)
+			require.True(t, ok, "part %d", i)
+			assert.Equal(t, v.ToolCall.ToolCallID(), got.ToolCall.ToolCallID())
+			assert.Equal(t, wire.ToolCallStatusCancelled, wire.ToolCallStatus(got.ToolCall.Status()))
+			tools = append(tools, got.ToolCall.ToolCallID())
+		default:
+			t.Fatalf("unexpected part %d: %T", i, v)
+		}
+	}
+	assert.Equal(t, []string{"tc5", "tc15", "tc25", "tc35"}, tools)
+	require.IsType(t, &wire.SystemNotificationResponsePart{}, cut.ResponseParts[len(cut.ResponseParts)-1].Value)
+}
+
+// TestStoreWholeCheckpointStillRestores: a checkpoint written whole, the
+// only kind before checkpoints became incremental (schema version 1's),
+// restores as it did.
+func TestStoreWholeCheckpointStillRestores(t *testing.T) {
+	path := stateFile(t)
+	hs, st := storedHarness(t, path, Options{})
+	c := hs.dial(t, "c")
+	c.initialize()
+	s := hs.newSession(c, "old")
+	hs.dispatch(t, s.chat,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+		&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: "whole answer"},
+	)
+	live := hs.readChat(t, s.chat).ActiveTurn
+	require.NotNil(t, live)
+	ctx, cancel := waitCtx(t)
+	defer cancel()
+	hs.h.ds.cp.Forget(s.chat) // only the old kind of checkpoint is stored
+	data, err := json.Marshal(live)
+	require.NoError(t, err)
+	require.NoError(t, st.PutCheckpoints(ctx, []store.Checkpoint{{ChatURI: s.chat, TurnID: "t1", Data: data, Replace: true, Updated: time.Now()}}))
+	c.close()
+
+	hs, _ = restart(t, hs, st, path, Options{})
+	c = hs.dial(t, "c")
+	c.initialize(s.uri, s.chat)
+	chat := hs.readChat(t, s.chat)
+	require.Len(t, chat.Turns, 1)
+	assert.Equal(t, "whole answer", turnText(chat.Turns[0].ResponseParts))
+	assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
 }

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// growingTurn is a turn of two growing texts, as the host snapshots it: the
+// texts empty in data, whole in Texts.
+type growingTurn struct {
+	answer, thought string
+	tools           int
+}
+
+func (g *growingTurn) snapshot() TurnSnapshot {
+	parts := []string{`{"kind":"reasoning","content":""}`, `{"kind":"markdown","content":""}`}
+	for i := range g.tools {
+		parts = append(parts, fmt.Sprintf(`{"kind":"toolCall","id":"tc%d"}`, i))
+	}
+	return TurnSnapshot{
+		Data: json.RawMessage(`{"id":"a","responseParts":[` + strings.Join(parts, ",") + `]}`),
+		Texts: []CheckpointText{
+			{Pointer: "/responseParts/0/content", Text: g.thought},
+			{Pointer: "/responseParts/1/content", Text: g.answer},
+		},
+	}
+}
+
+func (g *growingTurn) want() string {
+	parts := []string{
+		fmt.Sprintf(`{"kind":"reasoning","content":%s}`, mustMarshal(g.thought)),
+		fmt.Sprintf(`{"kind":"markdown","content":%s}`, mustMarshal(g.answer)),
+	}
+	for i := range g.tools {
+		parts = append(parts, fmt.Sprintf(`{"kind":"toolCall","id":"tc%d"}`, i))
+	}
+	return `{"id":"a","responseParts":[` + strings.Join(parts, ",") + `]}`
+}
+
+func mustMarshal(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// storedWhole is the chat's checkpoint with its texts merged in.
+func storedWhole(t *testing.T, s *SQLite, chat string) string {
+	t.Helper()
+	cp, err := s.Checkpoint(t.Context(), chat)
+	require.NoError(t, err)
+	m, err := cp.Merged()
+	require.NoError(t, err)
+	return string(m)
+}
+
+// A turn checkpointed many times writes each piece of text once: every
+// checkpoint carries what the texts gained, its data rewritten; the stored
+// checkpoint always merges to the whole turn. A new turn of the chat, and a
+// text that does not continue what was written, are written whole.
+func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
+	r := newCPRig(t)
+	ctx := t.Context()
+	g := &growingTurn{}
+	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	var text int
+	for i := range 50 {
+		add := fmt.Sprintf("piece %d é日本語🙂 \"q\" \n", i) + strings.Repeat("x", 500)
+		g.answer += add
+		g.thought += "t"
+		text += len(add) + 1
+		if i%10 == 3 {
+			g.tools++
+		}
+		r.cp.PutFunc(r.chat1.URI, "a", len(add), snap)
+		require.NoError(t, r.cp.Flush(ctx))
+		require.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI), "after checkpoint %d", i)
+	}
+	st := r.cp.Stats()
+	assert.Equal(t, uint64(50), st.Written)
+	data := uint64(len(g.snapshot().Data))
+	assert.LessOrEqual(t, st.Bytes, uint64(text)+50*data, "the texts were written once")
+
+	cp, err := r.s.Checkpoint(ctx, r.chat1.URI)
+	require.NoError(t, err)
+	require.Len(t, cp.Texts, 2, "one text per pointer, its pieces joined")
+	assert.Equal(t, g.answer, cp.Texts[1].Text)
+	var rows int
+	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
+	assert.Equal(t, 100, rows, "a piece per text per checkpoint")
+
+	// A text replaced by another (not a continuation) is written whole.
+	g.answer = "something else entirely, longer than the tail kept of the old answer"
+	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
+	require.NoError(t, r.cp.Flush(ctx))
+	assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI))
+
+	// A new turn of the chat replaces the old one's pieces.
+	g2 := &growingTurn{answer: "fresh", thought: "new"}
+	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	require.NoError(t, r.cp.Flush(ctx))
+	assert.JSONEq(t, g2.want(), storedWhole(t, r.s, r.chat1.URI))
+	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
+	assert.Equal(t, 2, rows)
+
+	// The completed turn drops its checkpoint and its pieces.
+	require.NoError(t, r.s.AppendTurn(ctx, TurnCommit{ChatURI: r.chat1.URI, Turn: Turn{ID: "b", Data: json.RawMessage(`{}`), EndedAt: time.Now()}}))
+	_, err = r.s.Checkpoint(ctx, r.chat1.URI)
+	assert.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
+	assert.Zero(t, rows)
+	// A late checkpoint of it writes nothing.
+	g2.answer += " more"
+	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	require.NoError(t, r.cp.Flush(ctx))
+	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
+	assert.Zero(t, rows)
+}
+
+// A write that fails is carried by the next one: the texts' pieces that
+// were not written go with what came after them.
+func TestCheckpointerIncrementAfterAFailedWrite(t *testing.T) {
+	r := newCPRig(t)
+	ctx := t.Context()
+	g := &growingTurn{answer: "one ", thought: "a"}
+	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
+	require.NoError(t, r.cp.Flush(ctx))
+
+	restore := fillDisk(t, r.s)
+	g.answer += "two " + strings.Repeat("2", 200<<10) // more than the free pages hold
+	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
+	require.ErrorIs(t, r.cp.Flush(ctx), ErrFull)
+	<-r.errs
+	restore()
+	g.answer += "three"
+	g.tools = 1
+	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
+	require.NoError(t, r.cp.Flush(ctx))
+	assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI))
+}
+
+// Pieces read back join into one text per string; a piece written again
+// replaces what followed its offset, and one beyond the end is left out.
+func TestCheckpointTextsJoin(t *testing.T) {
+	s := openTest(t, testPath(t), Options{})
+	ctx := t.Context()
+	sess := testSession(1)
+	chat := testChat(sess.URI, 1)
+	require.NoError(t, s.PutSession(ctx, sess, chat))
+	data := json.RawMessage(`{"parts":[{"content":"base-"},{"content":""}]}`)
+	p0, p1 := "/parts/0/content", "/parts/1/content"
+	put := func(replace bool, texts ...CheckpointText) {
+		t.Helper()
+		require.NoError(t, s.PutCheckpoints(ctx, []Checkpoint{{ChatURI: chat.URI, TurnID: "a", Data: data, Replace: replace, Texts: texts}}))
+	}
+	put(true, CheckpointText{Pointer: p0, Offset: 5, Text: "one"}, CheckpointText{Pointer: p1, Text: "x"})
+	put(false, CheckpointText{Pointer: p0, Offset: 8, Text: "two"})
+	put(false, CheckpointText{Pointer: p0, Offset: 11, Text: "three"}, CheckpointText{Pointer: p1, Offset: 1, Text: "y"})
+	assert.JSONEq(t, `{"parts":[{"content":"base-onetwothree"},{"content":"xy"}]}`, storedWhole(t, s, chat.URI))
+	// Written again from offset 8: "twothree" goes, "TWO" takes its place.
+	put(false, CheckpointText{Pointer: p0, Offset: 8, Text: "TWO"})
+	assert.JSONEq(t, `{"parts":[{"content":"base-oneTWO"},{"content":"xy"}]}`, storedWhole(t, s, chat.URI))
+	cp, err := s.Checkpoint(ctx, chat.URI)
+	require.NoError(t, err)
+	assert.Equal(t, []CheckpointText{{Pointer: p0, Offset: 5, Text: "oneTWO"}, {Pointer: p1, Text: "xy"}}, cp.Texts)
+
+	// A gap (a piece lost) stops the text where it is.
+	put(false, CheckpointText{Pointer: p1, Offset: 5, Text: "zz"})
+	assert.JSONEq(t, `{"parts":[{"content":"base-oneTWO"},{"content":"xy"}]}`, storedWhole(t, s, chat.URI))
+
+	// Deleting the session deletes the pieces.
+	require.NoError(t, s.DeleteSession(ctx, sess.URI))
+	var rows int
+	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
+	assert.Zero(t, rows)
+}
+
+// A file at schema version 1 holding an in-progress checkpoint (the whole
+// turn in its data) migrates to version 2 and the checkpoint reads back as
+// it was; the turn's next checkpoints append to it, show and export see
+// the whole turn, and deleting the session deletes it all.
+func TestMigrationKeepsAVersion1Checkpoint(t *testing.T) {
+	ctx := t.Context()
+	path := testPath(t)
+	atVersion(t, path, 1)
+	sess := testSession(1)
+	chat := testChat(sess.URI, 1)
+	old := `{"id":"a","responseParts":[{"kind":"markdown","content":"streamed before the upgrade"}]}`
+	func() {
+		db, err := sql.Open("sqlite", path)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, db.Close()) }()
+		_, err = db.ExecContext(ctx, `INSERT INTO sessions (uri, provider, title, working_dirs, created_ns, modified_ns)
+			VALUES (?, 'acp:x', 'old', '[]', 1, 1)`, sess.URI)
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `INSERT INTO chats (uri, session_uri, acp_session_id, created_ns) VALUES (?, ?, '', 1)`, chat.URI, sess.URI)
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `INSERT INTO checkpoints (chat_uri, turn_id, updated_ns, data) VALUES (?, 'a', 5, ?)`, chat.URI, []byte(old))
+		require.NoError(t, err)
+	}()
+
+	s := openTest(t, path, Options{})
+	var v int
+	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v))
+	assert.Equal(t, 2, v)
+	cp, err := s.Checkpoint(ctx, chat.URI)
+	require.NoError(t, err)
+	assert.Equal(t, "a", cp.TurnID)
+	assert.Equal(t, old, string(cp.Data))
+	assert.Empty(t, cp.Texts)
+	m, err := cp.Merged()
+	require.NoError(t, err)
+	assert.Equal(t, old, string(m))
+
+	// A checkpoint of the new kind appends to the old one's text.
+	require.NoError(t, s.PutCheckpoints(ctx, []Checkpoint{{ChatURI: chat.URI, TurnID: "a", Data: cp.Data,
+		Texts: []CheckpointText{{Pointer: "/responseParts/0/content", Offset: len("streamed before the upgrade"), Text: ", and after"}}}}))
+	want := `{"id":"a","responseParts":[{"kind":"markdown","content":"streamed before the upgrade, and after"}]}`
+	assert.JSONEq(t, want, storedWhole(t, s, chat.URI))
+	info, err := Show(ctx, s, sess.URI)
+	require.NoError(t, err)
+	require.NotNil(t, info.Chats[0].ActiveTurn)
+	assert.Equal(t, len(old)+len(", and after"), info.Chats[0].ActiveTurn.Bytes)
+	doc, err := Export(ctx, s, sess.URI)
+	require.NoError(t, err)
+	require.NotNil(t, doc.Chats[0].ActiveTurn)
+	assert.JSONEq(t, want, string(doc.Chats[0].ActiveTurn.State))
+
+	require.NoError(t, s.DeleteSession(ctx, sess.URI))
+	var rows int
+	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM checkpoints) + (SELECT COUNT(*) FROM checkpoint_texts)`).Scan(&rows))
+	assert.Zero(t, rows)
+}
