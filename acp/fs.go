@@ -5,7 +5,6 @@ package acp
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -63,11 +62,8 @@ func (s *session) fsFailure(err error) *sdk.RequestError {
 // readTextFile implements fs/read_text_file. line is 1-based; limit is a
 // number of lines.
 func (s *session) readTextFile(p string, line, limit *int) (string, error) {
-	if line != nil && *line < 1 {
-		return "", fsError(codeInvalidParams, "line must be 1 or more, got %d", *line)
-	}
-	if limit != nil && *limit < 0 {
-		return "", fsError(codeInvalidParams, "limit must not be negative, got %d", *limit)
+	if err := checkLineRange(line, limit); err != nil {
+		return "", err
 	}
 	box, err := s.sandbox()
 	if err != nil {
@@ -83,33 +79,11 @@ func (s *session) readTextFile(p string, line, limit *int) (string, error) {
 	if size := f.Info().Size; size > max {
 		return "", fsError(codeInvalidParams, "%q is %d bytes, more than the %d bytes a read may return", p, size, max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	text, err := readCapped(f, p, max)
 	if err != nil {
-		return "", fsError(codeInternal, "reading %q: %v", p, err)
+		return "", err
 	}
-	if int64(len(b)) > max {
-		return "", fsError(codeInvalidParams, "%q is larger than the %d bytes a read may return", p, max)
-	}
-	text := string(b)
-	if line == nil && limit == nil {
-		return text, nil
-	}
-	start := 0
-	if line != nil {
-		start = *line - 1
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if start >= len(lines) {
-		return "", nil
-	}
-	end := len(lines)
-	if limit != nil && start+*limit < end {
-		end = start + *limit
-	}
-	return strings.Join(lines[start:end], ""), nil
+	return lineRange(text, line, limit), nil
 }
 
 // writeTextFile implements fs/write_text_file: the file is written to a

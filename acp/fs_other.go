@@ -8,7 +8,6 @@ package acp
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,6 +71,9 @@ func (s *session) resolveExisting(p string) (string, *sdk.RequestError) {
 // readTextFile implements fs/read_text_file. line is 1-based; limit is a
 // number of lines.
 func (s *session) readTextFile(p string, line, limit *int) (string, error) {
+	if err := checkLineRange(line, limit); err != nil {
+		return "", err
+	}
 	clean, rerr := s.confine(p)
 	if rerr != nil {
 		return "", rerr
@@ -99,39 +101,11 @@ func (s *session) readTextFile(p string, line, limit *int) (string, error) {
 		return "", fsError(codeInternal, "reading %q: %v", p, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	text, err := readCapped(f, p, max)
 	if err != nil {
-		return "", fsError(codeInternal, "reading %q: %v", p, err)
+		return "", err
 	}
-	if int64(len(b)) > max {
-		return "", fsError(codeInvalidParams, "%q is larger than the %d bytes a read may return", p, max)
-	}
-	text := string(b)
-	if line == nil && limit == nil {
-		return text, nil
-	}
-	start := 0
-	if line != nil {
-		if *line < 1 {
-			return "", fsError(codeInvalidParams, "line must be 1 or more, got %d", *line)
-		}
-		start = *line - 1
-	}
-	if limit != nil && *limit < 0 {
-		return "", fsError(codeInvalidParams, "limit must not be negative, got %d", *limit)
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if start >= len(lines) {
-		return "", nil
-	}
-	end := len(lines)
-	if limit != nil && start+*limit < end {
-		end = start + *limit
-	}
-	return strings.Join(lines[start:end], ""), nil
+	return lineRange(text, line, limit), nil
 }
 
 // writeTextFile implements fs/write_text_file: the file is written to a
