@@ -25,6 +25,11 @@ import (
 // costs as little CPU as possible (no state reduction, no JSON decoding of
 // envelopes).
 //
+// A light probe (dialProbe's light) does even less with the action frames
+// of a flood: it counts them and looks for the last chunk's index, so that
+// a fan-out of many probes in this one process measures what the bridge
+// can serve rather than what the probes can read (see bridgedWith).
+//
 // It speaks one dialect (see protocols): 1.0.0, the host's own, or 0.7.0 (both chat dialects), where a
 // session's turns stream on its default chat (`chat/*` on an `ahp-chat:`
 // channel), or 0.3.0, served by the bridge's 0.3.0 codec as a projection,
@@ -32,6 +37,9 @@ import (
 type probe struct {
 	ws      *websocket.Conn
 	version string // the AHP version it offers, and requires the bridge to pick
+	// lastMark, set for a light probe, is the last chunk's "#<index>":
+	// the frame that holds it ends the flood for this probe.
+	lastMark []byte
 
 	wmu    sync.Mutex
 	nextID int
@@ -59,8 +67,9 @@ type rpcReply struct {
 
 // dialProbe connects to url and starts the read loop; want is the number of
 // chunk stamps after which full is closed, version the AHP version the
-// probe speaks (one of protocols).
-func dialProbe(ctx context.Context, url string, want int, version string) (*probe, error) {
+// probe speaks (one of protocols). A light probe only counts action frames
+// until the one with chunk want-1, and records neither latency nor order.
+func dialProbe(ctx context.Context, url string, want int, version string, light bool) (*probe, error) {
 	if !slices.Contains(protocols, version) {
 		return nil, fmt.Errorf("a probe cannot speak AHP %q (it speaks %s)", version, strings.Join(protocols, ", "))
 	}
@@ -71,6 +80,9 @@ func dialProbe(ctx context.Context, url string, want int, version string) (*prob
 	}
 	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
 		counter: newCounter(want), done: make(chan struct{})}
+	if light && want > 0 {
+		p.lastMark = fmt.Appendf(nil, "#%08d", want-1)
+	}
 	go p.readLoop()
 	return p, nil
 }
@@ -157,10 +169,21 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if !bytes.HasPrefix(frame, actionPrefix) {
 		return false
 	}
+	full := false
 	select {
 	case <-p.full: // counted to the last chunk: summarize reads it now
+		full = true
 	default:
 		p.actions++
+	}
+	if p.lastMark != nil {
+		// A stamp is "T<19 digits>#<8 digits>", so "#<8 digits>" of the
+		// last index occurs in no earlier chunk.
+		if !full && bytes.Contains(frame, p.lastMark) {
+			p.lastAt = now
+			close(p.full)
+		}
+		return true
 	}
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
