@@ -501,7 +501,7 @@ func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, client
 	ss := make([]sess, sessions)
 	for i := range ss {
 		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
-		ctl, err := dialProbe(ctx, bp.URL, n, proto, false)
+		ctl, err := dialProbe(ctx, bp.URL, n, proto, false, size)
 		if err != nil {
 			return Flow{}, err
 		}
@@ -515,7 +515,7 @@ func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, client
 		}
 		ss[i] = sess{turns: turns, ctl: ctl}
 		for j := 1; j < clients; j++ {
-			p, err := dialProbe(ctx, bp.URL, n, proto, light)
+			p, err := dialProbe(ctx, bp.URL, n, proto, light, size)
 			if err != nil {
 				return Flow{}, err
 			}
@@ -611,7 +611,7 @@ func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) 
 		return nil, err
 	}
 	defer bp.stop()
-	ctl, err := dialProbe(ctx, bp.URL, 0, proto, false)
+	ctl, err := dialProbe(ctx, bp.URL, 0, proto, false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -643,7 +643,7 @@ func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) 
 		}
 	}()
 	for i := 0; i < cfg.Idle; i++ {
-		p, err := dialProbe(ctx, bp.URL, 0, proto, false)
+		p, err := dialProbe(ctx, bp.URL, 0, proto, false, 0)
 		if err != nil {
 			return nil, err
 		}

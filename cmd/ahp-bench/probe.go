@@ -38,8 +38,12 @@ type probe struct {
 	ws      *websocket.Conn
 	version string // the AHP version it offers, and requires the bridge to pick
 	// lastMark, set for a light probe, is the last chunk's "#<index>":
-	// the frame that holds it ends the flood for this probe.
+	// the frame that holds it ends the flood for this probe. It is looked
+	// for in the last tail bytes of each action frame only: the last chunk
+	// of a frame's text ends the text, which ends the frame but for the
+	// envelope's last members, and a coalesced frame holds up to 32 KiB.
 	lastMark []byte
+	tail     int
 
 	wmu    sync.Mutex
 	nextID int
@@ -68,8 +72,9 @@ type rpcReply struct {
 // dialProbe connects to url and starts the read loop; want is the number of
 // chunk stamps after which full is closed, version the AHP version the
 // probe speaks (one of protocols). A light probe only counts action frames
-// until the one with chunk want-1, and records neither latency nor order.
-func dialProbe(ctx context.Context, url string, want int, version string, light bool) (*probe, error) {
+// until the one with chunk want-1 (of size bytes), and records neither
+// latency nor order.
+func dialProbe(ctx context.Context, url string, want int, version string, light bool, size int) (*probe, error) {
 	if !slices.Contains(protocols, version) {
 		return nil, fmt.Errorf("a probe cannot speak AHP %q (it speaks %s)", version, strings.Join(protocols, ", "))
 	}
@@ -81,7 +86,7 @@ func dialProbe(ctx context.Context, url string, want int, version string, light 
 	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
 		counter: newCounter(want), done: make(chan struct{})}
 	if light && want > 0 {
-		p.lastMark = fmt.Appendf(nil, "#%08d", want-1)
+		p.lastMark, p.tail = fmt.Appendf(nil, "#%08d", want-1), size+512
 	}
 	go p.readLoop()
 	return p, nil
@@ -179,7 +184,7 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if p.lastMark != nil {
 		// A stamp is "T<19 digits>#<8 digits>", so "#<8 digits>" of the
 		// last index occurs in no earlier chunk.
-		if !full && bytes.Contains(frame, p.lastMark) {
+		if !full && bytes.Contains(frame[max(len(frame)-p.tail, 0):], p.lastMark) {
 			p.lastAt = now
 			close(p.full)
 		}
