@@ -138,6 +138,9 @@ type Flow struct {
 	AgentCPUSeconds float64 `json:"agentCpuSeconds"`
 	PeakRSSMiB      float64 `json:"peakRssMiB"`
 	Misordered      int     `json:"misordered"`
+	// Corrupt counts chunks whose text was not exactly the agent's (the
+	// full probes check it; the direct floors do not).
+	Corrupt int `json:"corrupt"`
 	// RSSBeforeMiB is the bridge's resident set just before the turn, and
 	// PeakGrowthPerText the growth of its peak over that, as a multiple of
 	// the chunks' text (long-response only).
@@ -584,6 +587,7 @@ func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) F
 			last = c.lastAt
 		}
 		f.Misordered += c.misorder
+		f.Corrupt += c.corrupt
 		f.Deliveries += int64(c.chunks)
 		f.ActionFrames += int64(c.actions)
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ func TestSmoke(t *testing.T) {
 			assert.GreaterOrEqual(t, f.ActionFrames, int64(f.LightClients+1), name)
 		}
 		assert.Zero(t, f.Misordered, "%s: chunks arrive in order", name)
+		assert.Zero(t, f.Corrupt, "%s: every chunk's exact text", name)
 		assert.Positive(t, f.ChunksPerSec, name)
 		assert.Positive(t, f.MBPerSec, name)
 		assert.Positive(t, f.P50Micros, name)
@@ -115,6 +118,7 @@ func TestDialects(t *testing.T) {
 	for _, f := range rep.Flows {
 		assert.Equal(t, int64(f.Chunks*(f.Clients*f.Sessions-f.LightClients)), f.Deliveries, "%s %s #%d: every client saw every chunk", f.Name, f.Protocol, f.Run)
 		assert.Zero(t, f.Misordered, "%s %s #%d", f.Name, f.Protocol, f.Run)
+		assert.Zero(t, f.Corrupt, "%s %s #%d", f.Name, f.Protocol, f.Run)
 		assert.Contains(t, []int{1, 2}, f.Run)
 		if f.Name == scDirect {
 			assert.Empty(t, f.Protocol)
@@ -139,4 +143,21 @@ func TestDialects(t *testing.T) {
 	var stderr bytes.Buffer
 	assert.Equal(t, 1, run([]string{"-bin", bin, "-protocol", "0.4.0", "-json", ""}, &out, &stderr))
 	assert.Contains(t, stderr.String(), `unknown protocol "0.4.0"`)
+}
+
+// A full probe counts a chunk whose text is not exactly the agent's.
+func TestObserveChecksText(t *testing.T) {
+	chunk := func(i int, pad string) string {
+		return fmt.Sprintf("T%019d#%08d%s", time.Now().UnixNano(), i, pad)
+	}
+	c := newCounter(3)
+	c.pad = 35 // 64-byte chunks
+	ok := strings.Repeat("x", 35)
+	frame := `{"jsonrpc":"2.0","method":"action","params":{"action":{"content":"` + chunk(0, ok) + chunk(1, ok) + `"}}}`
+	assert.Equal(t, 2, c.observe([]byte(frame), time.Now()))
+	assert.Zero(t, c.corrupt)
+	for _, bad := range []string{ok[1:], ok + "x", ok[:10] + "y" + ok[11:]} {
+		c.observe([]byte(`{"content":"`+chunk(2, bad)+`"}`), time.Now())
+	}
+	assert.Equal(t, 3, c.corrupt)
 }

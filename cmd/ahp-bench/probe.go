@@ -85,6 +85,9 @@ func dialProbe(ctx context.Context, url string, want int, version string, light 
 	}
 	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
 		counter: newCounter(want), done: make(chan struct{})}
+	if size > 0 {
+		p.pad = max(size, stampLen+9) - stampLen - 9
+	}
 	if light && want > 0 {
 		p.lastMark, p.tail = fmt.Appendf(nil, "#%08d", want-1), size+512
 	}
@@ -199,14 +202,19 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 // counter collects the bench stamps one reader sees.
 type counter struct {
 	lat       *hist
-	actions   int       // action frames seen, with stamps or not, until full
-	chunks    int       // stamps seen
-	nextIndex int       // next chunk index expected
-	misorder  int       // stamps whose index was not the next expected
-	lastAt    time.Time // when the last stamp was seen
-	firstAt   int64     // stamp of chunk 0 (agent write time), UnixNano
-	want      int       // chunks to see before full is closed
-	full      chan struct{}
+	actions   int // action frames seen, with stamps or not, until full
+	chunks    int // stamps seen
+	nextIndex int // next chunk index expected
+	misorder  int // stamps whose index was not the next expected
+	// pad, when set, is the number of 'x' that follow each stamp (the
+	// chunk's size less the stamp): a chunk with another text counts in
+	// corrupt, so the full probe checks the exact text.
+	pad     int
+	corrupt int
+	lastAt  time.Time // when the last stamp was seen
+	firstAt int64     // stamp of chunk 0 (agent write time), UnixNano
+	want    int       // chunks to see before full is closed
+	full    chan struct{}
 }
 
 func newCounter(want int) counter {
@@ -220,7 +228,6 @@ func newCounter(want int) counter {
 // observe records every stamp "T<19 digits>#<8 digits>" in b, received at
 // now, and returns how many it found.
 func (c *counter) observe(b []byte, now time.Time) int {
-	const stampLen = len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
 	found := 0
 	rest := b
 	for {
@@ -250,7 +257,28 @@ func (c *counter) observe(b []byte, now time.Time) int {
 			close(c.full)
 		}
 		rest = s[stampLen+9:]
+		if c.pad > 0 && !padded(rest, c.pad) {
+			c.corrupt++
+		}
 	}
+}
+
+// stampLen is the length of a bench stamp without its index:
+// "T<19 digits>".
+const stampLen = len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
+
+// padded reports whether b starts with exactly n 'x' (the rest of a bench
+// chunk; what follows is the next chunk's stamp or the end of the text).
+func padded(b []byte, n int) bool {
+	if len(b) < n || len(b) > n && b[n] == 'x' {
+		return false
+	}
+	for _, c := range b[:n] {
+		if c != 'x' {
+			return false
+		}
+	}
+	return true
 }
 
 func digits(b []byte) bool {
