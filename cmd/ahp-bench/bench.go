@@ -120,7 +120,11 @@ type Flow struct {
 	ChunksPerSec          float64 `json:"chunksPerSec"`
 	MBPerSec              float64 `json:"mbPerSec"`
 	AggregateChunksPerSec float64 `json:"aggregateChunksPerSec"`
-	// Deliveries is chunks × clients × sessions received in all.
+	// LightClients is how many of the clients were light probes (they
+	// count frames to the last chunk but not the chunks, see bridged).
+	LightClients int `json:"lightClients,omitempty"`
+	// Deliveries is chunks × (clients − light ones) × sessions received in
+	// all.
 	Deliveries int64 `json:"deliveries"`
 	// ActionFrames is the action frames the clients received in all (the
 	// chunks coalesce into fewer frames when the bridge is behind).
@@ -134,6 +138,9 @@ type Flow struct {
 	AgentCPUSeconds float64 `json:"agentCpuSeconds"`
 	PeakRSSMiB      float64 `json:"peakRssMiB"`
 	Misordered      int     `json:"misordered"`
+	// Corrupt counts chunks whose text was not exactly the agent's (the
+	// full probes check it; the direct floors do not).
+	Corrupt int `json:"corrupt"`
 	// RSSBeforeMiB is the bridge's resident set just before the turn, and
 	// PeakGrowthPerText the growth of its peak over that, as a multiple of
 	// the chunks' text (long-response only).
@@ -277,6 +284,8 @@ const (
 	scBridge1T   = "bridge-1-tools"
 	scBridge10   = "bridge-10"
 	scFanout     = "bridge-100"
+	scBridge10F  = "bridge-10-full"
+	scFanoutF    = "bridge-100-full"
 	scSessions   = "sessions-100x1"
 	scLatDirect  = "latency-direct"
 	scLatBridge1 = "latency-1"
@@ -288,7 +297,7 @@ const (
 )
 
 // AllScenarios lists every scenario name.
-var AllScenarios = []string{scDirect, scDirectSDK, scBridge1, scBridge1T, scBridge10, scFanout, scSessions,
+var AllScenarios = []string{scDirect, scDirectSDK, scBridge1, scBridge1T, scBridge10, scFanout, scBridge10F, scFanoutF, scSessions,
 	scLatDirect, scLatBridge1, scLat10, scLong, scMemory, scStartup, scSlow}
 
 // Run measures the selected scenarios. progress, if not nil, receives a
@@ -347,6 +356,8 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		{scBridge1T, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, cfg.ToolEvery) }},
 		{scBridge10, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 10, cfg.Chunks, 0, 0) }},
 		{scFanout, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, cfg.FanoutSize, cfg.FanoutN, 0, 0) }},
+		{scBridge10F, true, func(p string) (Flow, error) { return bridgedFull(ctx, cfg, p, 1, 10, cfg.Chunks) }},
+		{scFanoutF, true, func(p string) (Flow, error) { return bridgedFull(ctx, cfg, p, 1, cfg.FanoutSize, cfg.FanoutN) }},
 		{scSessions, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, cfg.Sessions, 1, cfg.SessionsN, 0, 0) }},
 		{scLatDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.LatencyN, cfg.LatencyRate, true) }},
 		{scLatBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.LatencyN, cfg.LatencyRate, 0) }},
@@ -437,7 +448,7 @@ func direct(ctx context.Context, cfg Config, n, rate int, sdkTyped bool) (Flow, 
 // text.
 func longResponse(ctx context.Context, cfg Config, proto string) (Flow, error) {
 	var rss int64
-	f, err := bridgedWith(ctx, cfg, proto, 1, 1, cfg.LongN, cfg.LongSize, 0, 0, func(u procUsage) { rss = u.RSS })
+	f, err := bridgedWith(ctx, cfg, proto, 1, 1, cfg.LongN, cfg.LongSize, 0, 0, false, func(u procUsage) { rss = u.RSS })
 	if err != nil {
 		return f, err
 	}
@@ -450,13 +461,29 @@ func longResponse(ctx context.Context, cfg Config, proto string) (Flow, error) {
 // bridged runs sessions floods through a fresh bridge process, each read
 // by clients probes speaking proto (the first of which also creates the
 // session and starts the turn).
+//
+// In an unpaced flow, every session's first client (the one that started
+// the turn) reads every chunk's stamp, checking that each arrives once and
+// in order, and gives the latency; the others are light probes, which only
+// count action frames until the last chunk. The fan-out figure is the
+// bridge's capacity to serve N subscribers; all the probes share this
+// process and the bridge's cores, so probes that each parse every stamp
+// would measure mostly themselves (bridgedFull measures that).
 func bridged(ctx context.Context, cfg Config, proto string, sessions, clients, n, rate, toolEvery int) (Flow, error) {
-	return bridgedWith(ctx, cfg, proto, sessions, clients, n, cfg.Size, rate, toolEvery, nil)
+	return bridgedWith(ctx, cfg, proto, sessions, clients, n, cfg.Size, rate, toolEvery, rate == 0, nil)
 }
 
-// bridgedWith is bridged with chunks of size bytes, and before (if not
-// nil) told the bridge's usage just before the turns start.
-func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, clients, n, size, rate, toolEvery int, before func(procUsage)) (Flow, error) {
+// bridgedFull is the unpaced bridged flow in which every client reads
+// every chunk's stamp (the fan-out scenarios before issue 17's second
+// pass): what N such readers in one process get, readers included.
+func bridgedFull(ctx context.Context, cfg Config, proto string, sessions, clients, n int) (Flow, error) {
+	return bridgedWith(ctx, cfg, proto, sessions, clients, n, cfg.Size, 0, 0, false, nil)
+}
+
+// bridgedWith is bridged with chunks of size bytes, light probes beside
+// each session's first client or not, and before (if not nil) told the
+// bridge's usage just before the turns start.
+func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, clients, n, size, rate, toolEvery int, light bool, before func(procUsage)) (Flow, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	bp, err := startBridge(ctx, cfg, "--max-sessions", strconv.Itoa(sessions+1))
@@ -477,7 +504,7 @@ func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, client
 	ss := make([]sess, sessions)
 	for i := range ss {
 		ch := fmt.Sprintf("ahp-session:/00000000-0000-4000-8000-%012d", i)
-		ctl, err := dialProbe(ctx, bp.URL, n, proto)
+		ctl, err := dialProbe(ctx, bp.URL, n, proto, false, size)
 		if err != nil {
 			return Flow{}, err
 		}
@@ -491,7 +518,7 @@ func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, client
 		}
 		ss[i] = sess{turns: turns, ctl: ctl}
 		for j := 1; j < clients; j++ {
-			p, err := dialProbe(ctx, bp.URL, n, proto)
+			p, err := dialProbe(ctx, bp.URL, n, proto, light, size)
 			if err != nil {
 				return Flow{}, err
 			}
@@ -536,6 +563,9 @@ func bridgedWith(ctx context.Context, cfg Config, proto string, sessions, client
 		counters[i] = &p.counter
 	}
 	f := summarize(counters, sessions, clients, n, size, rate, toolEvery)
+	if light {
+		f.LightClients = sessions * (clients - 1)
+	}
 	f.CPUSeconds = (after.CPU - usageBefore.CPU).Seconds()
 	f.AgentCPUSeconds = (agentAfter - agentBefore).Seconds()
 	f.PeakRSSMiB = float64(after.PeakRSS) / (1 << 20)
@@ -557,6 +587,7 @@ func summarize(cs []*counter, sessions, clients, n, size, rate, toolEvery int) F
 			last = c.lastAt
 		}
 		f.Misordered += c.misorder
+		f.Corrupt += c.corrupt
 		f.Deliveries += int64(c.chunks)
 		f.ActionFrames += int64(c.actions)
 	}
@@ -584,7 +615,7 @@ func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) 
 		return nil, err
 	}
 	defer bp.stop()
-	ctl, err := dialProbe(ctx, bp.URL, 0, proto)
+	ctl, err := dialProbe(ctx, bp.URL, 0, proto, false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +647,7 @@ func idleMemory(ctx context.Context, cfg Config, proto string) (*Memory, error) 
 		}
 	}()
 	for i := 0; i < cfg.Idle; i++ {
-		p, err := dialProbe(ctx, bp.URL, 0, proto)
+		p, err := dialProbe(ctx, bp.URL, 0, proto, false, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,12 +29,18 @@ func TestSmoke(t *testing.T) {
 	var lines []string
 	rep, err := Run(ctx, cfg, func(l string) { lines = append(lines, l) })
 	require.NoError(t, err)
-	require.Len(t, rep.Flows, 11)
-	for i, name := range AllScenarios[:11] {
+	require.Len(t, rep.Flows, 13)
+	for i, name := range AllScenarios[:13] {
 		f := rep.Flows[i]
 		assert.Equal(t, name, f.Name)
-		assert.Equal(t, int64(f.Chunks*f.Clients*f.Sessions), f.Deliveries, "%s: every client saw every chunk", name)
+		assert.Equal(t, int64(f.Chunks*(f.Clients*f.Sessions-f.LightClients)), f.Deliveries, "%s: every client saw every chunk", name)
+		if f.LightClients > 0 {
+			// Each light client counted the frames up to the last chunk.
+			assert.True(t, f.Clients > 1 && f.Rate == 0, "%s: light clients only beside a fan-out's first", name)
+			assert.GreaterOrEqual(t, f.ActionFrames, int64(f.LightClients+1), name)
+		}
 		assert.Zero(t, f.Misordered, "%s: chunks arrive in order", name)
+		assert.Zero(t, f.Corrupt, "%s: every chunk's exact text", name)
 		assert.Positive(t, f.ChunksPerSec, name)
 		assert.Positive(t, f.MBPerSec, name)
 		assert.Positive(t, f.P50Micros, name)
@@ -41,6 +49,8 @@ func TestSmoke(t *testing.T) {
 		assert.Positive(t, f.PeakRSSMiB, name)
 	}
 	assert.Equal(t, 20, rep.Flow(scFanout).Clients)
+	assert.Equal(t, 19, rep.Flow(scFanout).LightClients)
+	assert.Zero(t, rep.Flow(scFanoutF).LightClients)
 	assert.Equal(t, 20, rep.Flow(scSessions).Sessions)
 	assert.Equal(t, 2000, rep.Flow(scLat10).Rate)
 	assert.Equal(t, 1024, rep.Flow(scLong).Size)
@@ -58,11 +68,11 @@ func TestSmoke(t *testing.T) {
 		assert.Positive(t, r.PeakRSSMiB)
 		assert.Positive(t, r.StreamedMiB)
 	}
-	assert.Len(t, lines, 14, "one progress line per scenario")
+	assert.Len(t, lines, 16, "one progress line per scenario")
 
 	var out bytes.Buffer
 	printTable(&out, rep)
-	for _, want := range append(AllScenarios[:11], "bridge-1 / direct throughput", "bridge-1 / direct-sdk throughput",
+	for _, want := range append(AllScenarios[:13], "bridge-1 / direct throughput", "bridge-1 / direct-sdk throughput",
 		"bridge-100 / bridge-1", "latency, 10 clients", "long response", "memory:", "start-up to READY", "slow client:") {
 		assert.Contains(t, out.String(), want)
 	}
@@ -106,8 +116,9 @@ func TestDialects(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Flows, 2*(1+3*2))
 	for _, f := range rep.Flows {
-		assert.Equal(t, int64(f.Chunks*f.Clients*f.Sessions), f.Deliveries, "%s %s #%d: every client saw every chunk", f.Name, f.Protocol, f.Run)
+		assert.Equal(t, int64(f.Chunks*(f.Clients*f.Sessions-f.LightClients)), f.Deliveries, "%s %s #%d: every client saw every chunk", f.Name, f.Protocol, f.Run)
 		assert.Zero(t, f.Misordered, "%s %s #%d", f.Name, f.Protocol, f.Run)
+		assert.Zero(t, f.Corrupt, "%s %s #%d", f.Name, f.Protocol, f.Run)
 		assert.Contains(t, []int{1, 2}, f.Run)
 		if f.Name == scDirect {
 			assert.Empty(t, f.Protocol)
@@ -132,4 +143,21 @@ func TestDialects(t *testing.T) {
 	var stderr bytes.Buffer
 	assert.Equal(t, 1, run([]string{"-bin", bin, "-protocol", "0.4.0", "-json", ""}, &out, &stderr))
 	assert.Contains(t, stderr.String(), `unknown protocol "0.4.0"`)
+}
+
+// A full probe counts a chunk whose text is not exactly the agent's.
+func TestObserveChecksText(t *testing.T) {
+	chunk := func(i int, pad string) string {
+		return fmt.Sprintf("T%019d#%08d%s", time.Now().UnixNano(), i, pad)
+	}
+	c := newCounter(3)
+	c.pad = 35 // 64-byte chunks
+	ok := strings.Repeat("x", 35)
+	frame := `{"jsonrpc":"2.0","method":"action","params":{"action":{"content":"` + chunk(0, ok) + chunk(1, ok) + `"}}}`
+	assert.Equal(t, 2, c.observe([]byte(frame), time.Now()))
+	assert.Zero(t, c.corrupt)
+	for _, bad := range []string{ok[1:], ok + "x", ok[:10] + "y" + ok[11:]} {
+		c.observe([]byte(`{"content":"`+chunk(2, bad)+`"}`), time.Now())
+	}
+	assert.Equal(t, 3, c.corrupt)
 }

@@ -160,7 +160,7 @@ func printTable(w io.Writer, r *Report) {
 				}
 			}
 		}
-		for _, n := range []string{scBridge10, scFanout} {
+		for _, n := range []string{scBridge10, scFanout, scBridge10F, scFanoutF} {
 			if o, b := r.Sum(scBridge1, p0), r.Sum(n, p0); o != nil && b != nil && o.MedianChunksPerSec > 0 {
 				fmt.Fprintf(w, "%s / bridge-1 throughput%s, AHP %s: %.2f\n", n, med, p0, b.MedianChunksPerSec/o.MedianChunksPerSec)
 			}

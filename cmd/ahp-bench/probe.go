@@ -25,6 +25,11 @@ import (
 // costs as little CPU as possible (no state reduction, no JSON decoding of
 // envelopes).
 //
+// A light probe (dialProbe's light) does even less with the action frames
+// of a flood: it counts them and looks for the last chunk's index, so that
+// a fan-out of many probes in this one process measures what the bridge
+// can serve rather than what the probes can read (see bridgedWith).
+//
 // It speaks one dialect (see protocols): 1.0.0, the host's own, or 0.7.0 (both chat dialects), where a
 // session's turns stream on its default chat (`chat/*` on an `ahp-chat:`
 // channel), or 0.3.0, served by the bridge's 0.3.0 codec as a projection,
@@ -32,6 +37,13 @@ import (
 type probe struct {
 	ws      *websocket.Conn
 	version string // the AHP version it offers, and requires the bridge to pick
+	// lastMark, set for a light probe, is the last chunk's "#<index>":
+	// the frame that holds it ends the flood for this probe. It is looked
+	// for in the last tail bytes of each action frame only: the last chunk
+	// of a frame's text ends the text, which ends the frame but for the
+	// envelope's last members, and a coalesced frame holds up to 32 KiB.
+	lastMark []byte
+	tail     int
 
 	wmu    sync.Mutex
 	nextID int
@@ -59,8 +71,10 @@ type rpcReply struct {
 
 // dialProbe connects to url and starts the read loop; want is the number of
 // chunk stamps after which full is closed, version the AHP version the
-// probe speaks (one of protocols).
-func dialProbe(ctx context.Context, url string, want int, version string) (*probe, error) {
+// probe speaks (one of protocols). A light probe only counts action frames
+// until the one with chunk want-1 (of size bytes), and records neither
+// latency nor order.
+func dialProbe(ctx context.Context, url string, want int, version string, light bool, size int) (*probe, error) {
 	if !slices.Contains(protocols, version) {
 		return nil, fmt.Errorf("a probe cannot speak AHP %q (it speaks %s)", version, strings.Join(protocols, ", "))
 	}
@@ -71,6 +85,12 @@ func dialProbe(ctx context.Context, url string, want int, version string) (*prob
 	}
 	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
 		counter: newCounter(want), done: make(chan struct{})}
+	if size > 0 {
+		p.pad = max(size, stampLen+9) - stampLen - 9
+	}
+	if light && want > 0 {
+		p.lastMark, p.tail = fmt.Appendf(nil, "#%08d", want-1), size+512
+	}
 	go p.readLoop()
 	return p, nil
 }
@@ -157,10 +177,21 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 	if !bytes.HasPrefix(frame, actionPrefix) {
 		return false
 	}
+	full := false
 	select {
 	case <-p.full: // counted to the last chunk: summarize reads it now
+		full = true
 	default:
 		p.actions++
+	}
+	if p.lastMark != nil {
+		// A stamp is "T<19 digits>#<8 digits>", so "#<8 digits>" of the
+		// last index occurs in no earlier chunk.
+		if !full && bytes.Contains(frame[max(len(frame)-p.tail, 0):], p.lastMark) {
+			p.lastAt = now
+			close(p.full)
+		}
+		return true
 	}
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
@@ -171,14 +202,19 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 // counter collects the bench stamps one reader sees.
 type counter struct {
 	lat       *hist
-	actions   int       // action frames seen, with stamps or not, until full
-	chunks    int       // stamps seen
-	nextIndex int       // next chunk index expected
-	misorder  int       // stamps whose index was not the next expected
-	lastAt    time.Time // when the last stamp was seen
-	firstAt   int64     // stamp of chunk 0 (agent write time), UnixNano
-	want      int       // chunks to see before full is closed
-	full      chan struct{}
+	actions   int // action frames seen, with stamps or not, until full
+	chunks    int // stamps seen
+	nextIndex int // next chunk index expected
+	misorder  int // stamps whose index was not the next expected
+	// pad, when set, is the number of 'x' that follow each stamp (the
+	// chunk's size less the stamp): a chunk with another text counts in
+	// corrupt, so the full probe checks the exact text.
+	pad     int
+	corrupt int
+	lastAt  time.Time // when the last stamp was seen
+	firstAt int64     // stamp of chunk 0 (agent write time), UnixNano
+	want    int       // chunks to see before full is closed
+	full    chan struct{}
 }
 
 func newCounter(want int) counter {
@@ -192,7 +228,6 @@ func newCounter(want int) counter {
 // observe records every stamp "T<19 digits>#<8 digits>" in b, received at
 // now, and returns how many it found.
 func (c *counter) observe(b []byte, now time.Time) int {
-	const stampLen = len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
 	found := 0
 	rest := b
 	for {
@@ -222,7 +257,28 @@ func (c *counter) observe(b []byte, now time.Time) int {
 			close(c.full)
 		}
 		rest = s[stampLen+9:]
+		if c.pad > 0 && !padded(rest, c.pad) {
+			c.corrupt++
+		}
 	}
+}
+
+// stampLen is the length of a bench stamp without its index:
+// "T<19 digits>".
+const stampLen = len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
+
+// padded reports whether b starts with exactly n 'x' (the rest of a bench
+// chunk; what follows is the next chunk's stamp or the end of the text).
+func padded(b []byte, n int) bool {
+	if len(b) < n || len(b) > n && b[n] == 'x' {
+		return false
+	}
+	for _, c := range b[:n] {
+		if c != 'x' {
+			return false
+		}
+	}
+	return true
 }
 
 func digits(b []byte) bool {

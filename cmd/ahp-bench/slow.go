@@ -59,7 +59,7 @@ func slowRun(ctx context.Context, cfg Config, proto string, d time.Duration, sta
 	}
 	defer bp.stop()
 	const ch = "ahp-session:/00000000-0000-4000-8000-5104c11e0000"
-	fast, err := dialProbe(ctx, bp.URL, 0, proto)
+	fast, err := dialProbe(ctx, bp.URL, 0, proto, false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func slowRun(ctx context.Context, cfg Config, proto string, d time.Duration, sta
 	resume := func() {}
 	var slow *probe
 	if stalled {
-		slow, err = dialProbe(ctx, bp.URL, 0, proto)
+		slow, err = dialProbe(ctx, bp.URL, 0, proto, false, 0)
 		if err != nil {
 			return nil, err
 		}

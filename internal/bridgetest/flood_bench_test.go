@@ -19,6 +19,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/acp"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 	"github.com/ahp-bridge/ahp-bridge/ops"
@@ -81,7 +82,19 @@ type floodOpts struct {
 	// before and after run around the stream (after the set-up, after
 	// the last reader has the last chunk).
 	before, after func()
+	// readers says how the readers read (1.0.0 only): "" each reads
+	// every frame whole and looks for the last chunk; readersFull each
+	// also decodes every action frame as a client does and checks the
+	// exact text at the end; readersLight reader 0 does that, and the
+	// others only count action frames in a reused buffer until the last
+	// chunk (see BenchmarkFanout).
+	readers string
 }
+
+const (
+	readersFull  = "full"
+	readersLight = "light"
+)
 
 func runFlood(b *testing.B, o floodOpts) {
 	coalesce, version, clients, toolEvery, metrics := o.coalesce, o.version, o.clients, o.toolEvery, o.metrics
@@ -135,6 +148,7 @@ func runFlood(b *testing.B, o floodOpts) {
 	}
 	last := []byte(fmt.Sprintf("#%08d", b.N-1))
 	errs := make(chan error, clients)
+	texts := make([]*strings.Builder, clients) // what each decoding reader read, when readers says so
 	if o.before != nil {
 		o.before()
 	}
@@ -142,6 +156,15 @@ func runFlood(b *testing.B, o floodOpts) {
 	cpu := cpuTime(b)
 	start := time.Now()
 	for i, ws := range readers {
+		switch {
+		case o.readers == readersFull || o.readers == readersLight && i == 0:
+			texts[i] = &strings.Builder{}
+			go func() { errs <- decodingReader(ws, last, texts[i]) }()
+			continue
+		case o.readers == readersLight:
+			go func() { errs <- lightReader(ws, last, o.size+512) }()
+			continue
+		}
 		go func() {
 			for {
 				_, msg, err := ws.ReadMessage()
@@ -183,6 +206,85 @@ func runFlood(b *testing.B, o floodOpts) {
 	// agent is a process of its own): steadier than throughput on a
 	// machine that other work shares.
 	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/chunk")
+	// Checked after the figures are taken, so that the check's own CPU is
+	// not counted.
+	for i, t := range texts {
+		if t != nil {
+			require.NoError(b, checkBenchText(t.String(), b.N, o.size), "reader %d", i)
+		}
+	}
+}
+
+// lightReader reads frames into one reused buffer and looks for nothing but
+// the frame that holds the last chunk's index: the cheapest subscriber, so
+// that a fan-out in this process measures the bridge rather than its
+// readers. The last chunk of a frame's text ends the text, and the text
+// ends its frame but for the envelope's last few members, so only the
+// frame's tail (tail bytes) is searched: a coalesced frame holds up to
+// 32 KiB, and searching all of it was an eighth of the process's CPU at
+// 100 readers.
+func lightReader(ws *websocket.Conn, last []byte, tail int) error {
+	var buf bytes.Buffer
+	for {
+		_, r, err := ws.NextReader()
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return err
+		}
+		f := buf.Bytes()
+		if bytes.HasPrefix(f, actionFramePrefix) && bytes.Contains(f[max(len(f)-tail, 0):], last) {
+			return nil
+		}
+	}
+}
+
+var actionFramePrefix = []byte(`{"jsonrpc":"2.0","method":"action"`)
+
+// decodingReader reads as a client does: every action frame decoded whole
+// into the wire types, the text of every chat/delta appended to text,
+// until the delta that holds the last chunk's index.
+func decodingReader(ws *websocket.Conn, last []byte, text *strings.Builder) error {
+	for {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(msg, actionFramePrefix) {
+			continue
+		}
+		var m struct {
+			Params wire.ActionEnvelope `json:"params"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			return fmt.Errorf("decoding %.200s: %w", msg, err)
+		}
+		if d, ok := m.Params.Action.Value.(*wire.ChatDeltaAction); ok {
+			text.WriteString(d.Content)
+			if strings.Contains(d.Content, string(last)) {
+				return nil
+			}
+		}
+	}
+}
+
+// checkBenchText reports whether text is exactly the n chunks of size bytes
+// the bench agent writes, in order ("T<stamp>#<index>" padded with 'x').
+func checkBenchText(text string, n, size int) error {
+	stamp := len(scriptagent.BenchStampPrefix) + scriptagent.BenchStampDigits
+	if len(text) != n*size {
+		return fmt.Errorf("read %d bytes of text, want %d chunks of %d", len(text), n, size)
+	}
+	pad := strings.Repeat("x", size-stamp-9)
+	for i := range n {
+		c := text[i*size : (i+1)*size]
+		if want := fmt.Sprintf("#%08d", i) + pad; !strings.HasPrefix(c, scriptagent.BenchStampPrefix) || c[stamp:] != want {
+			return fmt.Errorf("chunk %d is %q", i, c)
+		}
+	}
+	return nil
 }
 
 // cpuTime is the CPU time this process has used, user and system, in
