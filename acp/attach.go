@@ -128,18 +128,7 @@ func (s *session) reopen(ctx context.Context, a *agentProc, method, id string) e
 	}
 	s.proc, s.acpID = a, id
 	s.mu.Unlock()
-	s.reportMcp(left)
-	if resp.ConfigOptions != nil || resp.Modes != nil || resp.Models != nil {
-		if err := s.setInitialConfig(resp); err != nil {
-			s.log.Warn().Err(err).Msg("agent sent session settings that cannot be read")
-		}
-	}
-	if s.opts.Model != "" {
-		if err := s.applyModel(ctx, a, id); err != nil {
-			s.log.Warn().Err(err).Str("model", s.opts.Model).Msg("could not select the requested model")
-			s.queue.push(queueItem{event: backend.SettingRefused{Key: "model", Value: s.opts.Model, Err: err}})
-		}
-	}
+	s.opened(ctx, a, id, resp, left, false)
 	return nil
 }
 

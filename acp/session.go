@@ -189,20 +189,30 @@ func (s *session) create(ctx context.Context) error {
 	s.mu.Unlock()
 	a.register(id, s)
 	s.log.Info().Str("acp_session", id).Msg("agent session created")
-	s.reportMcp(left)
+	s.opened(ctx, a, id, resp, left, true)
+	return nil
+}
 
-	if err := s.setInitialConfig(resp); err != nil {
-		s.log.Warn().Err(err).Msg("agent sent session settings that cannot be read")
+// opened finishes opening the agent session id (created, resumed or
+// loaded): it reports the MCP servers left out, takes the settings the
+// agent answered with (always for a new session, whose settings start
+// there; for a continued one only when the agent sent some, so that the
+// stored ones stay otherwise), and selects the model the bridge asked for.
+func (s *session) opened(ctx context.Context, a *agentProc, id string, resp newSessionResult, left []backend.McpServerStatus, fresh bool) {
+	s.reportMcp(left)
+	if fresh || resp.ConfigOptions != nil || resp.Modes != nil || resp.Models != nil {
+		if err := s.setInitialConfig(resp); err != nil {
+			s.log.Warn().Err(err).Msg("agent sent session settings that cannot be read")
+		}
 	}
 	if s.opts.Model != "" {
 		if err := s.applyModel(ctx, a, id); err != nil {
 			s.log.Warn().Err(err).Str("model", s.opts.Model).Msg("could not select the requested model")
-			// After the ConfigChanged of session/new, so that the bridge
-			// knows what the session runs instead.
+			// After the ConfigChanged of the session's opening, so that
+			// the bridge knows what the session runs instead.
 			s.queue.push(queueItem{event: backend.SettingRefused{Key: "model", Value: s.opts.Model, Err: err}})
 		}
 	}
-	return nil
 }
 
 // newSessionResult is the part of a session/new result this package reads.
