@@ -277,12 +277,15 @@ func (s *session) waitTerminal(t *terminal) {
 	}
 	code, sig := t.exitCode, t.signal
 	t.mu.Unlock()
-	close(t.exited)
 	ev := backend.TerminalExited{TerminalID: t.id, ExitCode: code}
 	if sig != nil {
 		ev.Signal = *sig
 	}
+	// Queued before wait_for_exit can answer: the agent's next update (the
+	// tool call completed) must come after the exit it reports, or the
+	// tool call would complete without the terminal's exit code.
 	s.queue.push(queueItem{event: ev})
+	close(t.exited)
 }
 
 func (s *session) terminal(id string) (*terminal, error) {
