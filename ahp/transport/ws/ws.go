@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 )
 
 // Defaults used when Options leaves a field zero.
@@ -111,7 +112,7 @@ func NewHandler(srv transport.Server, opts Options) *Handler {
 // ServeHTTP authenticates the request, upgrades it and serves the
 // connection until it ends.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	log := h.opts.Logger.With().Str("remote", r.RemoteAddr).Logger()
+	log := logfield.Str(h.opts.Logger, "remote", r.RemoteAddr)
 	if !h.tokenOK(r) {
 		log.Warn().Msg("refused WebSocket connection: missing or wrong token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ahp"`)
