@@ -413,7 +413,7 @@ func (h *Host) dropConn(c *conn) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	for uri, ch := range c.subs {
-		delete(ch.subs, c)
+		ch.dropSub(c)
 		delete(c.subs, uri)
 	}
 	clientID := c.clientID
