@@ -25,10 +25,11 @@ import (
 // sessions over the scripted agent, unsubscribed, kept in a SQLite state
 // file as `serve` does by default, then b.N WebSocket clients initialized
 // and subscribed to the root. It reports the live heap and goroutine
-// stacks after a collection, per session and per client. The client
-// figure counts the in-process reader's side of each connection too
-// (gorilla's buffers, its goroutine), which ahp-bench, the bridge being a
-// process of its own, does not. With IDLE_HEAP_PROFILE=dir it writes the
+// stacks after a collection, per session and per client, and the stacks
+// alone (what the goroutines of a connection keep of their deepest call,
+// until collections shrink them). The client figure counts the in-process
+// reader's side of each connection too (gorilla's buffers), which
+// ahp-bench, the bridge being a process of its own, does not. With IDLE_HEAP_PROFILE=dir it writes the
 // heap profile after the sessions (sessions.pprof) and after the clients
 // (clients.pprof), for `go tool pprof -sample_index=inuse_space`.
 //
@@ -55,7 +56,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	writeHeapProfile(b, profDir, "base.pprof")
 
 	b.ResetTimer()
-	base, baseG := liveBytes(), runtime.NumGoroutine()
+	base, baseG, baseStack := liveBytes(), runtime.NumGoroutine(), stackBytes()
 	for range b.N {
 		ch := CreateSession(b, c, "idle", "")
 		require.NoError(b, c.Unsubscribe(ctx, ch))
@@ -63,7 +64,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	// A session's event drainer outlives its last event by a second
 	// (acp's queueLinger); idle means after that.
 	time.Sleep(1500 * time.Millisecond)
-	withSessions, sessionsG := liveBytes(), runtime.NumGoroutine()
+	withSessions, sessionsG, sessionsStack := liveBytes(), runtime.NumGoroutine(), stackBytes()
 	writeHeapProfile(b, profDir, "sessions.pprof")
 
 	conns := make([]*websocket.Conn, 0, b.N)
@@ -82,12 +83,14 @@ func BenchmarkIdleMemory(b *testing.B) {
 		_, _, err = ws.ReadMessage()
 		require.NoError(b, err)
 	}
-	withClients := liveBytes()
+	withClients, clientsStack := liveBytes(), stackBytes()
 	writeHeapProfile(b, profDir, "clients.pprof")
 	b.StopTimer()
 	b.ReportMetric(float64(withSessions-base)/1024/float64(b.N), "KiB/session")
 	b.ReportMetric(float64(withClients-withSessions)/1024/float64(b.N), "KiB/client")
 	b.ReportMetric(float64(sessionsG-baseG)/float64(b.N), "goroutines/session")
+	b.ReportMetric(float64(sessionsStack-baseStack)/1024/float64(b.N), "stack-KiB/session")
+	b.ReportMetric(float64(clientsStack-sessionsStack)/1024/float64(b.N), "stack-KiB/client")
 	b.ReportMetric(float64(runtime.NumGoroutine()-sessionsG)/float64(b.N), "goroutines/client")
 }
 
@@ -99,6 +102,13 @@ func liveBytes() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc + m.StackInuse)
+}
+
+// stackBytes is the bytes of goroutine stacks in use.
+func stackBytes() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.StackInuse)
 }
 
 // writeHeapProfile writes the heap profile to dir/name when dir is set.
