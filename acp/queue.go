@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
 )
@@ -21,16 +22,24 @@ type queueItem struct {
 	barrier chan struct{}
 }
 
-// eventQueue is an unbounded FIFO drained by one goroutine. The agent's
-// stdout reader only appends to it, so a slow sink can never stall the
-// connection (acp-go-sdk drops the connection when its own bounded
+// eventQueue is an unbounded FIFO drained by one goroutine at a time. The
+// agent's stdout reader only appends to it, so a slow sink can never stall
+// the connection (acp-go-sdk drops the connection when its own bounded
 // notification queue overflows).
+//
+// The draining goroutine runs only while there is work: the first push to
+// an empty, undrained queue starts it, and it ends once the queue has
+// stayed empty for queueLinger. An idle session (most of them, most of the
+// time) then costs no goroutine and no stack (issue 17: idle memory),
+// while a streaming one keeps its drainer, and its grown stack, between
+// chunks.
 type eventQueue struct {
 	mu      sync.Mutex
 	items   []queueItem
 	closed  bool
+	running bool // a drainer goroutine exists; true whenever items is not empty
 	wake    chan struct{}
-	stopped chan struct{}
+	drainer sync.WaitGroup // the drainer goroutine, for stop
 	handle  func(queueItem)
 	room    *sync.Cond // signalled (on mu) when items is taken or the queue closes
 }
@@ -41,11 +50,17 @@ type eventQueue struct {
 // faster than the bridge an agent streams.
 const maxQueuedUpdates = 4096
 
-// newEventQueue starts the draining goroutine; stop ends it.
+// queueLinger is how long the drainer waits for more work before it
+// ends: long enough to span the gaps of a paced stream (a new goroutine
+// would start with a small stack and grow it again for every chunk),
+// short next to a session's idle life.
+const queueLinger = time.Second
+
+// newEventQueue returns an empty queue; its drainer starts with the first
+// push, and stop ends it.
 func newEventQueue(handle func(queueItem)) *eventQueue {
-	q := &eventQueue{wake: make(chan struct{}, 1), stopped: make(chan struct{}), handle: handle}
+	q := &eventQueue{wake: make(chan struct{}, 1), handle: handle}
 	q.room = sync.NewCond(&q.mu)
-	go q.run()
 	return q
 }
 
@@ -73,7 +88,18 @@ func (q *eventQueue) push(it queueItem) {
 		return
 	}
 	q.items = append(q.items, it)
+	start := !q.running
+	if start {
+		// Added under mu while not closed: stop, which sets closed under
+		// mu before it waits, cannot miss this goroutine.
+		q.running = true
+		q.drainer.Add(1)
+	}
 	q.mu.Unlock()
+	if start {
+		go q.run()
+		return
+	}
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -92,7 +118,7 @@ func (q *eventQueue) flush(ctx context.Context) error {
 	}
 }
 
-// stop drains what is queued, then ends the goroutine and waits for it.
+// stop drains what is queued, then ends the drainer and waits for it.
 func (q *eventQueue) stop() {
 	q.mu.Lock()
 	already := q.closed
@@ -105,16 +131,28 @@ func (q *eventQueue) stop() {
 		default:
 		}
 	}
-	<-q.stopped
+	q.drainer.Wait()
 }
 
+// run is the drainer: it handles batches until the queue is closed, or
+// has been empty for queueLinger, and is empty.
 func (q *eventQueue) run() {
-	defer close(q.stopped)
+	defer q.drainer.Done()
+	var idle *time.Timer
+	lingered := false
 	for {
 		q.mu.Lock()
 		batch := q.items
 		q.items = nil
-		closed := q.closed
+		if len(batch) == 0 && (q.closed || lingered) {
+			// Under mu: a push from now on starts a new drainer.
+			q.running = false
+			q.mu.Unlock()
+			if idle != nil {
+				idle.Stop()
+			}
+			return
+		}
 		q.room.Broadcast()
 		q.mu.Unlock()
 		for _, it := range batch {
@@ -127,11 +165,18 @@ func (q *eventQueue) run() {
 		}
 		if len(batch) > 0 {
 			q.handle(queueItem{}) // end of this drain
+			lingered = false
 			continue
 		}
-		if closed {
-			return
+		if idle == nil {
+			idle = time.NewTimer(queueLinger)
+		} else {
+			idle.Reset(queueLinger)
 		}
-		<-q.wake
+		select {
+		case <-q.wake:
+		case <-idle.C:
+			lingered = true
+		}
 	}
 }

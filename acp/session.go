@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 )
@@ -143,7 +144,7 @@ func newSession(p *Provider, opts backend.SessionOptions, sink backend.Sink) (*s
 	}
 	s := &session{
 		p: p, opts: opts, cwd: cwd, cwdReal: real, sink: sink,
-		log:        p.log.With().Str("session", opts.SessionID).Logger(),
+		log:        logfield.Str(p.log, "session", opts.SessionID),
 		perms:      make(map[*pendingPerm]struct{}),
 		terms:      make(map[string]*terminal),
 		optionCats: make(map[string]bool),

@@ -14,6 +14,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
@@ -89,7 +90,7 @@ func newChat(s *session, uri, cwd string, isDefault bool) *chat {
 	return &chat{
 		b:         s.b,
 		sess:      s,
-		log:       s.log.With().Str("chat", uri).Logger(),
+		log:       logfield.Str(s.log, "chat", uri),
 		uri:       uri,
 		cwd:       cwd,
 		isDefault: isDefault,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 
@@ -45,7 +46,7 @@ type session struct {
 func newSession(b *Bridge, uri, providerID string, p backend.Provider, dirs []string) *session {
 	return &session{
 		b:          b,
-		log:        b.log.With().Str("session", uri).Str("provider", providerID).Logger(),
+		log:        logfield.Str(b.log, "session", uri, "provider", providerID),
 		uri:        uri,
 		providerID: providerID,
 		provider:   p,

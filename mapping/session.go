@@ -228,10 +228,21 @@ func ConfigSchema(meta map[string]any, opts []backend.ConfigOption) ([]wire.Stat
 	if err != nil {
 		return nil, meta
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(b, &schema); err != nil {
+	var tree map[string]any
+	if err := json.Unmarshal(b, &tree); err != nil {
 		return nil, meta
 	}
+	// The bridge keeps the schema it sent as its JSON, not as the decoded
+	// tree of maps: it is compared, and sent again, only encoded, and the
+	// tree would cost every session a few KiB more (issue 17: idle
+	// memory; the host's state holds its own decoded copy). Encoding the
+	// tree gives the bytes a map gives (keys sorted), so what clients see
+	// is unchanged.
+	enc, err := json.Marshal(tree)
+	if err != nil {
+		return nil, meta
+	}
+	schema := json.RawMessage(enc)
 	if metaKey(map[string]any{"s": meta[MetaConfigSchema]}) == metaKey(map[string]any{"s": schema}) {
 		return nil, meta
 	}

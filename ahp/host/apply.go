@@ -230,7 +230,7 @@ func (h *Host) removeChannelLocked(ch *channel) {
 	for c := range ch.subs {
 		delete(c.subs, ch.uri)
 	}
-	ch.subs = map[*conn]struct{}{}
+	ch.subs = nil
 	w := ch.worker
 	ch.worker = nil
 	h.mu.Unlock()

@@ -82,7 +82,9 @@ type channel struct {
 	changes  *wire.ChangesetState // changeset.go
 	removed  bool
 
-	// Guarded by Host.mu.
+	// Guarded by Host.mu. Nil while nobody subscribes (addSub, dropSub):
+	// most sessions are idle, and a map that had a subscriber keeps its
+	// table after the last one leaves (issue 17: idle memory).
 	subs   map[*conn]struct{}
 	worker *worker
 }
@@ -147,9 +149,26 @@ type chatData struct {
 }
 
 func newChannel(uri string, kind chanKind) *channel {
-	ch := &channel{uri: uri, kind: kind, subs: make(map[*conn]struct{})}
+	ch := &channel{uri: uri, kind: kind}
 	ch.mu = new(sync.Mutex)
 	return ch
+}
+
+// addSub subscribes c to ch. Called with Host.mu held.
+func (ch *channel) addSub(c *conn) {
+	if ch.subs == nil {
+		ch.subs = make(map[*conn]struct{})
+	}
+	ch.subs[c] = struct{}{}
+}
+
+// dropSub unsubscribes c from ch, dropping the map with the last
+// subscriber. Called with Host.mu held.
+func (ch *channel) dropSub(c *conn) {
+	delete(ch.subs, c)
+	if len(ch.subs) == 0 {
+		ch.subs = nil
+	}
 }
 
 // lookup returns the live channel for uri, or nil.

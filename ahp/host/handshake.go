@@ -211,7 +211,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 				want[cu] = true
 				if _, subscribed := c.subs[cu]; !subscribed && len(c.subs) < h.opts.MaxSubscriptionsPerConn {
 					ch := h.channels[cu]
-					ch.subs[c] = struct{}{}
+					ch.addSub(c)
 					c.subs[cu] = ch
 				}
 			}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -339,7 +340,7 @@ func (h *Host) ServeConn(ctx context.Context, tc Conn) error {
 		kill: make(chan struct{}),
 		subs: make(map[string]*channel),
 	}
-	c.log = h.log.With().Uint64("conn", c.id).Logger()
+	c.log = logfield.Uint64(h.log, "conn", c.id) // a hook, not With: see logfield
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 
@@ -412,7 +413,7 @@ func (h *Host) dropConn(c *conn) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	for uri, ch := range c.subs {
-		delete(ch.subs, c)
+		ch.dropSub(c)
 		delete(c.subs, uri)
 	}
 	clientID := c.clientID

@@ -266,7 +266,7 @@ func (h *Host) enforceWatches(c *conn) {
 			continue
 		}
 		h.mu.Lock()
-		delete(rw.ch.subs, c)
+		rw.ch.dropSub(c)
 		delete(c.subs, uri)
 		h.mu.Unlock()
 		c.log.Info().Str("channel", uri).Str("root", rw.ch.watch.Root).Msg("ended a subscription to a resource watch: the connection may no longer see the watched path")
@@ -282,7 +282,7 @@ func (h *Host) dropWatches(c *conn) {
 	var uris []string
 	for uri, ch := range c.subs {
 		if ch.kind == chanResourceWatch {
-			delete(ch.subs, c)
+			ch.dropSub(c)
 			delete(c.subs, uri)
 			uris = append(uris, uri)
 		}

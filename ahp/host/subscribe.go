@@ -96,7 +96,7 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 		return nil, Errorf(CodeInvalidRequest, "subscription limit reached: a connection may hold at most %d subscriptions", h.opts.MaxSubscriptionsPerConn)
 	}
 	for _, ch := range chans {
-		ch.subs[c] = struct{}{}
+		ch.addSub(c)
 		c.subs[ch.uri] = ch
 	}
 	return &snapshotOut{Resource: uri, State: st, FromSeq: h.seq}, nil
@@ -173,7 +173,7 @@ func (h *Host) unsubscribe(c *conn, uri string) {
 	h.mu.Lock()
 	for _, n := range h.channelsFor(c, uri) {
 		if ch, ok := c.subs[n]; ok {
-			delete(ch.subs, c)
+			ch.dropSub(c)
 			delete(c.subs, n)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
+	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
 )
 
 // Defaults used when Options leaves a field zero.
@@ -53,6 +54,9 @@ type Options struct {
 	// Logger receives connection-level events.
 	Logger zerolog.Logger
 }
+
+// readBufferSize is the read buffer of each accepted connection.
+const readBufferSize = 1 << 10
 
 // Handler is the http.Handler serving AHP WebSocket connections.
 type Handler struct {
@@ -88,10 +92,14 @@ func NewHandler(srv transport.Server, opts Options) *Handler {
 		}
 	}
 	h.upgrader = websocket.Upgrader{
-		// Idle connections must be cheap (docs/performance.md): reading
-		// reuses the HTTP server's 4 KiB buffer (ReadBufferSize 0), and
-		// write buffers are borrowed from a pool for each message instead
-		// of being held for the connection's lifetime.
+		// Idle connections must be cheap (docs/performance.md): the read
+		// buffer, held for the connection's lifetime, is 1 KiB rather
+		// than the HTTP server's 4 KiB one (which gorilla would reuse with
+		// ReadBufferSize 0, and which becomes garbage instead): what
+		// clients send is small requests, and a larger message is read
+		// past the buffer, straight into the message. Write buffers are
+		// borrowed from a pool for each message instead of being held.
+		ReadBufferSize:  readBufferSize,
 		WriteBufferSize: 32 << 10,
 		WriteBufferPool: &sync.Pool{},
 		// The Origin was already checked in ServeHTTP, before the upgrade.
@@ -104,7 +112,7 @@ func NewHandler(srv transport.Server, opts Options) *Handler {
 // ServeHTTP authenticates the request, upgrades it and serves the
 // connection until it ends.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	log := h.opts.Logger.With().Str("remote", r.RemoteAddr).Logger()
+	log := logfield.Str(h.opts.Logger, "remote", r.RemoteAddr)
 	if !h.tokenOK(r) {
 		log.Warn().Msg("refused WebSocket connection: missing or wrong token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ahp"`)
