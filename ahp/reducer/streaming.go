@@ -51,33 +51,60 @@ type Streaming struct {
 // filled one costs little.
 const ropePiece = 64 << 10
 
-// rope is a lazily kept text: base is what the part's Content holds (and
-// held when it was last synced), pieces what was appended since.
+// rope is a lazily kept text. base is what the part's Content holds (and
+// held when it was last synced); buf holds base's bytes, and may have room
+// after them; what was appended since goes into that room while it lasts,
+// then into pieces.
 type rope struct {
 	content *string
 	base    string
+	buf     []byte // base's bytes, then appended ones; never written below len
 	pieces  [][]byte
 	n       int // bytes in pieces
 }
 
-// sync writes the rope's text to its part's Content, in one allocation of
-// the text's exact size, and releases the pieces.
-func (r *rope) sync() {
-	if r.n == 0 {
-		return
+func newRope(content *string) *rope {
+	r := &rope{content: content, base: *content}
+	if r.base != "" {
+		// cap == len: never written into, only read when the rope grows.
+		r.buf = unsafe.Slice(unsafe.StringData(r.base), len(r.base))
 	}
-	b := make([]byte, 0, len(r.base)+r.n)
-	b = append(b, r.base...)
-	for _, p := range r.pieces {
-		b = append(b, p...)
-	}
-	r.base = unsafe.String(unsafe.SliceData(b), len(b))
-	*r.content = r.base
-	r.pieces, r.n = nil, 0
+	return r
 }
 
-// add appends s to the rope's pieces.
+// sync writes the rope's text to its part's Content. Text appended in buf's
+// room costs nothing to sync; text in pieces is joined with buf in one
+// allocation: of the text's exact size when no more text is expected
+// (final), else of twice that, for the text still to come, so that a text
+// synced often (a checkpoint every 250 ms) is copied in amortised O(1) per
+// byte, as by append, rather than whole at every sync.
+func (r *rope) sync(final bool) {
+	if r.n > 0 {
+		total := len(r.buf) + r.n
+		c := total
+		if !final {
+			c = 2 * total
+		}
+		b := make([]byte, 0, c)
+		b = append(b, r.buf...)
+		for _, p := range r.pieces {
+			b = append(b, p...)
+		}
+		r.buf, r.pieces, r.n = b, nil, 0
+	}
+	if len(r.buf) != len(r.base) {
+		r.base = unsafe.String(unsafe.SliceData(r.buf), len(r.buf))
+		*r.content = r.base
+	}
+}
+
+// add appends s to the rope.
 func (r *rope) add(s string) {
+	if r.n == 0 && cap(r.buf)-len(r.buf) >= len(s) {
+		// Past the end of every view handed out: none of them changes.
+		r.buf = append(r.buf, s...)
+		return
+	}
 	r.n += len(s)
 	for s != "" {
 		if len(r.pieces) == 0 || len(r.pieces[len(r.pieces)-1]) == ropePiece {
@@ -92,9 +119,12 @@ func (r *rope) add(s string) {
 
 // Sync brings the Content of every part a Lazy Streaming is keeping text
 // for up to date. It costs nothing when no delta came since the last one.
-func (st *Streaming) Sync() {
+func (st *Streaming) Sync() { st.sync(false) }
+
+// sync is Sync; final when the texts are expected to be complete.
+func (st *Streaming) sync(final bool) {
 	for _, r := range st.ropes {
-		r.sync()
+		r.sync(final)
 	}
 }
 
@@ -105,7 +135,7 @@ func (st *Streaming) lazyAppend(turn string, key streamingKey, content *string, 
 		return
 	}
 	if st.turn != turn || st.ropes == nil {
-		st.Sync()
+		st.sync(true)
 		st.turn, st.bufs, st.ropes = turn, nil, make(map[streamingKey]*rope, 2)
 	}
 	r := st.ropes[key]
@@ -113,13 +143,13 @@ func (st *Streaming) lazyAppend(turn string, key streamingKey, content *string, 
 		// A new part, or one replaced or edited since: start from what
 		// it holds now, as Chat would.
 		if r != nil && r.content != content {
-			r.sync() // the text of a part no longer in the state
+			r.sync(true) // the text of a part no longer in the state
 		}
 		if r == nil && len(st.ropes) >= maxStreamingBuffers {
-			st.Sync()
+			st.sync(true)
 			clear(st.ropes)
 		}
-		r = &rope{content: content, base: *content}
+		r = newRope(content)
 		st.ropes[key] = r
 	}
 	r.add(add)
@@ -162,8 +192,14 @@ func (st *Streaming) Chat(s *wire.ChatState, a wire.StateAction, clock Clock) {
 		})
 	default:
 		// Any other action may read or replace a part's text: bring it
-		// up to date first.
-		st.Sync()
+		// up to date first; to its exact size when the action ends the
+		// turn, since a completed turn's text is kept as long as the chat.
+		switch a.(type) {
+		case *wire.ChatTurnCompleteAction, *wire.ChatTurnCancelledAction, *wire.ChatErrorAction:
+			st.sync(true)
+		default:
+			st.sync(false)
+		}
 		Chat(s, wire.StateAction{Value: a}, clock)
 		if s.ActiveTurn == nil || s.ActiveTurn.ID != st.turn {
 			st.turn, st.bufs, st.ropes = "", nil, nil // the turn ended: its buffers may go
