@@ -121,6 +121,9 @@ type sessionGroup struct {
 type chatData struct {
 	st *wire.ChatState
 	// stream reduces text deltas in amortised O(1) (docs/performance.md).
+	// It is Lazy: a streaming part's Content in st is current only after
+	// stream.Sync, which synced does; whatever reads a part's text goes
+	// through it (the delta path itself never reads one).
 	stream reducer.Streaming
 	// mirrored is the chat's summary as last written to the session's
 	// chat catalogue (session/chatUpdated), and mirroredAt when.
@@ -146,6 +149,13 @@ type chatData struct {
 	// its text deltas left out, for the checkpointer's byte trigger
 	// (checkpoint.go).
 	turnBytes int
+}
+
+// synced returns the chat's state with the text its lazy reducer keeps
+// aside written into it; called with the channel's mutex held.
+func (c *chatData) synced() *wire.ChatState {
+	c.stream.Sync()
+	return c.st
 }
 
 func newChannel(uri string, kind chanKind) *channel {
@@ -187,7 +197,7 @@ func (ch *channel) state() any {
 	case chanSession:
 		return ch.session
 	case chanChat:
-		return ch.chat.st
+		return ch.chat.synced()
 	case chanTerminal:
 		return ch.terminal
 	case chanResourceWatch:

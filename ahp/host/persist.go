@@ -586,7 +586,7 @@ func onlyTurnGone(err error) bool {
 func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (store.TurnSnapshot, error) {
 	return func() (store.TurnSnapshot, error) {
 		ch.mu.Lock()
-		t := ch.chat.st.ActiveTurn
+		t := ch.chat.synced().ActiveTurn
 		if ch.removed || t == nil || t.ID != turnID {
 			ch.mu.Unlock()
 			return store.TurnSnapshot{}, errTurnGone

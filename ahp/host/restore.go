@@ -481,7 +481,7 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 
 	ch = newChannel(row.URI, chanChat)
 	ch.mu, ch.group = &g.mu, g
-	ch.chat = &chatData{st: st, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older}
+	ch.chat = &chatData{st: st, stream: reducer.Streaming{Lazy: true}, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older}
 	ch.chat.mirrored = chatSummaryOf(st)
 	ch.chat.mirroredAt = now
 	return ch, interrupted, nil
@@ -682,7 +682,7 @@ func (h *Host) turnsBefore(ch *channel, before string, limit int) (turns []wire.
 		ch.mu.Unlock()
 		return nil, false, false, nil
 	}
-	st := ch.chat.st
+	st := ch.chat.synced()
 	inMemory := before == "" || slices.ContainsFunc(st.Turns, func(t wire.Turn) bool { return t.ID == before })
 	olderInStore := h.ds != nil && ch.chat.olderInStore
 	storeBefore := before

@@ -195,7 +195,7 @@ func absoluteDir(d string) bool {
 func (h *Host) newChatLocked(g *sessionGroup, uri string, st wire.ChatState) *channel {
 	ch := newChannel(uri, chanChat)
 	ch.mu, ch.group = &g.mu, g
-	ch.chat = &chatData{st: &st, created: h.opts.Clock()}
+	ch.chat = &chatData{st: &st, stream: reducer.Streaming{Lazy: true}, created: h.opts.Clock()}
 	ch.chat.mirrored = chatSummaryOf(ch.chat.st)
 	ch.chat.mirroredAt = ch.chat.created
 	g.chats = append(g.chats, ch)

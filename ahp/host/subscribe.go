@@ -67,7 +67,7 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 		}
 		states[i] = ch.state()
 		if ch.kind == chanChat && v.turns > 0 {
-			states[i] = tail(ch.uri, ch.chat.st, v.turns)
+			states[i] = tail(ch.uri, ch.chat.synced(), v.turns)
 		}
 	}
 	if chans[0].kind == chanSession {

@@ -87,7 +87,7 @@ func (h *Host) ReadChat(channel string, fn func(*wire.ChatState)) bool {
 	if ch.removed {
 		return false
 	}
-	fn(ch.chat.st)
+	fn(ch.chat.synced())
 	return true
 }
 

@@ -145,21 +145,26 @@ func FuzzChat(f *testing.F) {
 			return // not an action: the decoder said so, which is all we ask
 		}
 		for _, initial := range []string{chatFuzzState, chatFuzzFailedState, `{}`} {
-			var plain, fast wire.ChatState
-			if err := json.Unmarshal([]byte(initial), &plain); err != nil {
-				t.Fatalf("sample chat state: %v", err)
-			}
-			if err := json.Unmarshal([]byte(initial), &fast); err != nil {
-				t.Fatalf("sample chat state: %v", err)
+			var plain, fast, lazy wire.ChatState
+			for _, s := range []*wire.ChatState{&plain, &fast, &lazy} {
+				if err := json.Unmarshal([]byte(initial), s); err != nil {
+					t.Fatalf("sample chat state: %v", err)
+				}
 			}
 			var st Streaming
+			lst := Streaming{Lazy: true}
 			for range 2 {
 				Chat(&plain, a, chatTestClock)
 				st.Chat(&fast, a, chatTestClock)
+				lst.Chat(&lazy, a, chatTestClock)
 			}
+			lst.Sync()
 			p := chatMustRoundTrip(t, &plain)
 			if q := chatMustRoundTrip(t, &fast); string(p) != string(q) {
 				t.Fatalf("Streaming and Chat differ:\n%s\n%s", p, q)
+			}
+			if q := chatMustRoundTrip(t, &lazy); string(p) != string(q) {
+				t.Fatalf("lazy Streaming and Chat differ:\n%s\n%s", p, q)
 			}
 		}
 	})

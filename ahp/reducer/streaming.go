@@ -29,8 +29,135 @@ const maxStreamingBuffers = 8
 // A Streaming belongs to one chat state; it is not safe for concurrent use
 // (the host calls it under the channel lock). The zero value is ready.
 type Streaming struct {
-	turn string
-	bufs map[streamingKey][]byte
+	// Lazy keeps the text of markdown and reasoning parts out of the
+	// state while it streams: each delta is appended to fixed-size
+	// pieces, and the part's Content is brought up to date only by Sync
+	// (or by the next action that is not such a delta). A contiguous
+	// buffer that doubles holds up to twice the text, and while it grows
+	// the old and the new buffer are both live, so the garbage collector
+	// sets its goal from up to three times the text; the pieces hold the
+	// text once (docs/performance.md, "Peak RSS over a long response").
+	// A caller that sets Lazy must call Sync before it reads a part's
+	// Content.
+	Lazy bool
+
+	turn  string
+	bufs  map[streamingKey][]byte
+	ropes map[streamingKey]*rope
+}
+
+// ropePiece is the size of a lazy text's pieces: large enough that a
+// long text is a few hundred of them, small enough that the last, partly
+// filled one costs little.
+const ropePiece = 64 << 10
+
+// rope is a lazily kept text. base is what the part's Content holds (and
+// held when it was last synced); buf holds base's bytes, and may have room
+// after them; what was appended since goes into that room while it lasts,
+// then into pieces.
+type rope struct {
+	content *string
+	base    string
+	buf     []byte // base's bytes, then appended ones; never written below len
+	pieces  [][]byte
+	n       int // bytes in pieces
+}
+
+func newRope(content *string) *rope {
+	r := &rope{content: content, base: *content}
+	if r.base != "" {
+		// cap == len: never written into, only read when the rope grows.
+		r.buf = unsafe.Slice(unsafe.StringData(r.base), len(r.base))
+	}
+	return r
+}
+
+// sync writes the rope's text to its part's Content. Text appended in buf's
+// room costs nothing to sync; text in pieces is joined with buf in one
+// allocation: of the text's exact size when no more text is expected
+// (final), else of twice that, for the text still to come, so that a text
+// synced often (a checkpoint every 250 ms) is copied in amortised O(1) per
+// byte, as by append, rather than whole at every sync.
+func (r *rope) sync(final bool) {
+	if r.n > 0 {
+		total := len(r.buf) + r.n
+		c := total
+		if !final {
+			c = 2 * total
+		}
+		b := make([]byte, 0, c)
+		b = append(b, r.buf...)
+		for _, p := range r.pieces {
+			b = append(b, p...)
+		}
+		r.buf, r.pieces, r.n = b, nil, 0
+	}
+	if len(r.buf) != len(r.base) {
+		r.base = unsafe.String(unsafe.SliceData(r.buf), len(r.buf))
+		*r.content = r.base
+	}
+}
+
+// add appends s to the rope.
+func (r *rope) add(s string) {
+	if r.n == 0 && cap(r.buf)-len(r.buf) >= len(s) {
+		// Past the end of every view handed out: none of them changes.
+		r.buf = append(r.buf, s...)
+		return
+	}
+	r.n += len(s)
+	for s != "" {
+		if len(r.pieces) == 0 || len(r.pieces[len(r.pieces)-1]) == ropePiece {
+			r.pieces = append(r.pieces, make([]byte, 0, ropePiece))
+		}
+		last := &r.pieces[len(r.pieces)-1]
+		k := min(len(s), ropePiece-len(*last))
+		*last = append(*last, s[:k]...)
+		s = s[k:]
+	}
+}
+
+// Sync brings the Content of every part a Lazy Streaming is keeping text
+// for up to date. It costs nothing when no delta came since the last one.
+func (st *Streaming) Sync() { st.sync(false) }
+
+// sync is Sync; final when the texts are expected to be complete.
+func (st *Streaming) sync(final bool) {
+	for _, r := range st.ropes {
+		r.sync(final)
+	}
+}
+
+// lazyAppend appends add to the text of the part whose Content is at
+// content, in the key's rope.
+func (st *Streaming) lazyAppend(turn string, key streamingKey, content *string, add string) {
+	if add == "" {
+		return
+	}
+	if st.turn != turn || st.ropes == nil {
+		st.sync(true)
+		st.turn, st.bufs, st.ropes = turn, nil, make(map[streamingKey]*rope, 2)
+	}
+	r := st.ropes[key]
+	if r == nil || r.content != content || !sameString(*content, r.base) {
+		// A new part, or one replaced or edited since: start from what
+		// it holds now, as Chat would.
+		if r != nil && r.content != content {
+			r.sync(true) // the text of a part no longer in the state
+		}
+		if r == nil && len(st.ropes) >= maxStreamingBuffers {
+			st.sync(true)
+			clear(st.ropes)
+		}
+		r = newRope(content)
+		st.ropes[key] = r
+	}
+	r.add(add)
+}
+
+// sameString reports whether a and b are the same bytes in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // streamingKey names a streamed text: tool call ids and part ids are
@@ -49,13 +176,13 @@ func (st *Streaming) Chat(s *wire.ChatState, a wire.StateAction, clock Clock) {
 	case *wire.ChatDeltaAction:
 		chatUpdatePart(s, a.TurnID, a.PartID, func(p any) {
 			if m, ok := p.(*wire.MarkdownResponsePart); ok {
-				m.Content = st.append(a.TurnID, streamingKey{id: a.PartID}, m.Content, a.Content)
+				st.text(a.TurnID, a.PartID, &m.Content, a.Content)
 			}
 		})
 	case *wire.ChatReasoningAction:
 		chatUpdatePart(s, a.TurnID, a.PartID, func(p any) {
 			if r, ok := p.(*wire.ReasoningResponsePart); ok {
-				r.Content = st.append(a.TurnID, streamingKey{id: a.PartID}, r.Content, a.Content)
+				st.text(a.TurnID, a.PartID, &r.Content, a.Content)
 			}
 		})
 	case *wire.ChatToolCallDeltaAction:
@@ -64,11 +191,30 @@ func (st *Streaming) Chat(s *wire.ChatState, a wire.StateAction, clock Clock) {
 			return toolCallDelta(tc, a, func(cur, add string) string { return st.append(a.TurnID, key, cur, add) })
 		})
 	default:
+		// Any other action may read or replace a part's text: bring it
+		// up to date first; to its exact size when the action ends the
+		// turn, since a completed turn's text is kept as long as the chat.
+		switch a.(type) {
+		case *wire.ChatTurnCompleteAction, *wire.ChatTurnCancelledAction, *wire.ChatErrorAction:
+			st.sync(true)
+		default:
+			st.sync(false)
+		}
 		Chat(s, wire.StateAction{Value: a}, clock)
 		if s.ActiveTurn == nil || s.ActiveTurn.ID != st.turn {
-			st.turn, st.bufs = "", nil // the turn ended: its buffers may go
+			st.turn, st.bufs, st.ropes = "", nil, nil // the turn ended: its buffers may go
 		}
 	}
+}
+
+// text appends add to a markdown or reasoning part's Content, at content.
+func (st *Streaming) text(turn, part string, content *string, add string) {
+	key := streamingKey{id: part}
+	if st.Lazy {
+		st.lazyAppend(turn, key, content, add)
+		return
+	}
+	*content = st.append(turn, key, *content, add)
 }
 
 // append returns cur+add, in place in the key's buffer when cur is that

@@ -28,21 +28,30 @@ func requireSameChat(t *testing.T, want, got *wire.ChatState, msgAndArgs ...any)
 
 // requireStreamingMatchesChat reduces the actions with Chat and with
 // Streaming, from the same initial state, and fails unless the two agree
-// after every single action.
+// after every single action; a Lazy Streaming is synced after every
+// action, and a second one only after the last.
 func requireStreamingMatchesChat(t *testing.T, initial json.RawMessage, actions []json.RawMessage) {
 	t.Helper()
 	clock := Clock(func() int64 { return fixtureClock })
-	var plain, fast wire.ChatState
-	require.NoError(t, json.Unmarshal(initial, &plain))
-	require.NoError(t, json.Unmarshal(initial, &fast))
+	var plain, fast, lazy, late wire.ChatState
+	for _, s := range []*wire.ChatState{&plain, &fast, &lazy, &late} {
+		require.NoError(t, json.Unmarshal(initial, s))
+	}
 	var st Streaming
+	lst, lateSt := Streaming{Lazy: true}, Streaming{Lazy: true}
 	for i, raw := range actions {
 		var a wire.StateAction
 		require.NoError(t, json.Unmarshal(raw, &a), "action %d", i)
 		Chat(&plain, a, clock)
 		st.Chat(&fast, a, clock)
 		requireSameChat(t, &plain, &fast, "after action %d", i)
+		lst.Chat(&lazy, a, clock)
+		lst.Sync()
+		requireSameChat(t, &plain, &lazy, "lazy, after action %d", i)
+		lateSt.Chat(&late, a, clock)
 	}
+	lateSt.Sync()
+	requireSameChat(t, &plain, &late, "lazy, synced after the last action")
 }
 
 // Streaming must reduce every official chat action list, converted to
@@ -102,6 +111,9 @@ type chatView struct {
 func (z *chatStreamFuzzer) apply(a wire.StateAction) {
 	Chat(z.plain, a, chatStreamClock)
 	z.st.Chat(z.fast, a, chatStreamClock)
+	if z.st.Lazy && z.rng.IntN(4) == 0 {
+		z.st.Sync() // sometimes several deltas go into the pieces first
+	}
 }
 
 func (z *chatStreamFuzzer) turnID() string {
@@ -187,7 +199,9 @@ func (z *chatStreamFuzzer) step() {
 		z.apply(wire.Action(&wire.ChatTruncatedAction{}))
 	case n < 930:
 		// Edit a text behind the reducers' backs, in both states alike:
-		// with a fresh string, or with an earlier (shorter) view.
+		// with a fresh string, or with an earlier (shorter) view. (A
+		// Lazy Streaming's owner syncs before it touches a text.)
+		z.st.Sync()
 		pt, ft := partTexts(z.plain), partTexts(z.fast)
 		if len(pt) == 0 || len(pt) != len(ft) {
 			return
@@ -210,6 +224,7 @@ func (z *chatStreamFuzzer) step() {
 		*pt[i], *ft[i] = strings.Clone(next), next
 	default:
 		// Keep some views, as a snapshot sent earlier would.
+		z.st.Sync()
 		for i, v := range partTexts(z.fast) {
 			z.views = append(z.views, chatView{*v, strings.Clone(*v), z.fast.ActiveTurn.ID, i})
 		}
@@ -219,19 +234,23 @@ func (z *chatStreamFuzzer) step() {
 // A long random stream reduces byte-identically with Streaming and Chat,
 // and no text Streaming handed out ever changes afterwards.
 func TestStreamingMatchesChatRandomized(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range uint64(16) {
+		lazy := seed >= 8 // the host's mode: text in pieces until Sync
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			z := &chatStreamFuzzer{
 				rng:   rand.New(rand.NewPCG(seed, 0x5eed)),
 				plain: &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}},
 				fast:  &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}},
+				st:    Streaming{Lazy: lazy},
 			}
 			for i := range 4000 {
 				z.step()
 				if i%50 == 0 {
+					z.st.Sync()
 					requireSameChat(t, z.plain, z.fast, "after step %d", i)
 				}
 			}
+			z.st.Sync()
 			requireSameChat(t, z.plain, z.fast)
 			require.NotEmpty(t, z.views, "the stream kept no views to check")
 			require.NotZero(t, z.resumed, "the stream resumed no turn")
