@@ -521,6 +521,7 @@ func TestPromptWhileReconnectingTimesOut(t *testing.T) {
 }
 
 func TestNoPongReconnects(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	f := open(t, fake.Options{Script: func(fake.ClientFrame) []fake.Step {
 		return []fake.Step{fake.Text("thinking hard"), fake.Silence()}
 	}})
@@ -538,6 +539,7 @@ func TestNoPongReconnects(t *testing.T) {
 }
 
 func TestIdleConnectionStaysUp(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	// Our pings keep an idle connection alive well past PongTimeout.
 	f := open(t, fake.Options{})
 	time.Sleep(2500 * time.Millisecond)

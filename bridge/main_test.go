@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // TestMain fails the package's tests when any of them leaves a goroutine
@@ -15,6 +16,12 @@ import (
 // must be stopped by whoever owns it. Run with SCRIPTAGENT_REPLAY set, the
 // test binary is instead an ACP agent replaying that file (replay rigs,
 // fidelity_test.go).
+//
+// The package's parallel tests mostly wait on agents in other processes
+// (the SDKs' example agents pause a second between steps; Claude's CLI
+// waits about half of its run), so more of them run at once than the
+// default GOMAXPROCS; its CPU-bound parallel tests take deadlines that
+// allow for the sharing.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(scriptagent.ReplayEnv); path != "" {
 		if err := scriptagent.Replay(path, os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -23,5 +30,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	testenv.WaitingParallel(8)
 	goleak.VerifyTestMain(m)
 }

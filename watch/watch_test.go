@@ -15,9 +15,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	// These tests spend their time waiting for the kernel's notifications
+	// to go quiet (settle), not on the CPU. TestCloseReleasesTheInotifyInstance,
+	// which counts the process's inotify instances, is not parallel, so it
+	// runs before them.
+	testenv.WaitingParallel(16)
 	goleak.VerifyTestMain(m)
 }
 
@@ -83,6 +90,7 @@ func appendTo(t *testing.T, p, s string) {
 }
 
 func TestEachChangeArrivesOnce(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	write(t, filepath.Join(root, "existing.txt"), "x")
 	write(t, filepath.Join(root, "victim.txt"), "x")
@@ -128,6 +136,7 @@ func TestEachChangeArrivesOnce(t *testing.T) {
 }
 
 func TestBurstIsCoalesced(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	p := filepath.Join(root, "burst.txt")
 	write(t, p, "")
@@ -146,6 +155,7 @@ func TestBurstIsCoalesced(t *testing.T) {
 }
 
 func TestCoalescing(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	tests := []struct {
 		ops  []Op
 		want Op // 0: nothing to report
@@ -183,6 +193,7 @@ func TestCoalescing(t *testing.T) {
 }
 
 func TestNewSubdirectoriesAreWatched(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	w := start(t, root, Options{Recursive: true})
 	assert.Equal(t, 1, w.Watched())
@@ -226,6 +237,7 @@ func TestNewSubdirectoriesAreWatched(t *testing.T) {
 }
 
 func TestNonRecursive(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	write(t, filepath.Join(root, "sub", "inner.txt"), "x")
 	w := start(t, root, Options{})
@@ -239,6 +251,7 @@ func TestNonRecursive(t *testing.T) {
 }
 
 func TestIgnore(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	write(t, filepath.Join(root, ".git", "objects", "x"), "x")
 	w := start(t, root, Options{Recursive: true, Ignore: func(rel string, dir bool) bool {
@@ -254,6 +267,7 @@ func TestIgnore(t *testing.T) {
 }
 
 func TestWatchOneFile(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	p := filepath.Join(root, "only.txt")
 	write(t, p, "x")
@@ -270,6 +284,7 @@ func TestWatchOneFile(t *testing.T) {
 // TestUnreadBatchesMerge leaves batches unread across windows: nothing
 // is dropped, and what was waiting is merged with what came after.
 func TestUnreadBatchesMerge(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	write(t, filepath.Join(root, "a.txt"), "x")
 	w := start(t, root, Options{Recursive: true, Window: 20 * time.Millisecond, MaxDelay: 40 * time.Millisecond})
@@ -284,6 +299,7 @@ func TestUnreadBatchesMerge(t *testing.T) {
 }
 
 func TestMaxWatchesLimit(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	for _, d := range []string{"a", "b", "c"} {
 		require.NoError(t, os.Mkdir(filepath.Join(root, d), 0o755))
@@ -303,6 +319,7 @@ func TestMaxWatchesLimit(t *testing.T) {
 // with a clear error, and later it is reported while the rest of the
 // tree goes on being watched.
 func TestOSWatchLimit(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	require.NoError(t, os.Mkdir(filepath.Join(root, "a"), 0o755))
 	require.NoError(t, os.Mkdir(filepath.Join(root, "b"), 0o755))
@@ -340,6 +357,7 @@ func TestOSWatchLimit(t *testing.T) {
 }
 
 func TestCloseStopsEverything(t *testing.T) {
+	t.Parallel() // waits on the kernel, not the CPU (TestMain)
 	root := tempRoot(t)
 	w, err := New(context.Background(), root, Options{Recursive: true})
 	require.NoError(t, err)

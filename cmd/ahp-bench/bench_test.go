@@ -21,6 +21,7 @@ import (
 // and checks that the report is complete and consistent. It asserts no
 // timings: the figures of a shared CI machine mean nothing.
 func TestSmoke(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	bin := bridgetest.Binary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // each scenario has its own minute (cfg.Timeout)
 	defer cancel()
@@ -107,6 +108,7 @@ func TestCommand(t *testing.T) {
 // bridged flow runs once per protocol per round, every client of either
 // dialect sees every chunk, and the summary compares the dialects.
 func TestDialects(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	bin := bridgetest.Binary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 // "terminal" while the demo's turn runs, queues its prompt, and the demo
 // stays up until that prompt's turn is done.
 func TestDemoJoinHintWorks(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	demo := exec.CommandContext(ctx, bridgetest.Binary(t), "demo")

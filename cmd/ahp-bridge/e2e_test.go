@@ -496,6 +496,7 @@ func alive(pid int) bool {
 }
 
 func TestDemoCompletesNonInteractively(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	code, out, errOut := runBin(t, 90*time.Second, "", "demo")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	for _, want := range []string{"READY", "Thinking", "approves each tool call after 3 seconds", "approved by demo-auto-approver", "Demo project", "Plan", "Demo complete"} {

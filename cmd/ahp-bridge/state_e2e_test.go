@@ -146,6 +146,7 @@ func TestStateSessionsCommand(t *testing.T) {
 // restart the turn shows as ended (cancelled, with the bridge's notice)
 // and the completed turn before it is intact.
 func TestStateKillDuringAStreamingTurn(t *testing.T) {
+	t.Parallel() // mostly waits on a subprocess or a timer: overlaps the CPU-bound tests
 	state := filepath.Join(t.TempDir(), "state.db")
 	url, bridge, _ := serveState(t, state)
 	c := dialBridge(t, url)

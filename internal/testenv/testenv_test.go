@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,4 +89,24 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func TestWaitingParallel(t *testing.T) {
+	f := flag.Lookup(ParallelFlag)
+	if f == nil {
+		t.Fatal("the testing package has no -" + ParallelFlag + " flag")
+	}
+	old := f.Value.String()
+	t.Cleanup(func() { _ = flag.Set(ParallelFlag, old) })
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == ParallelFlag })
+
+	WaitingParallel(7)
+	want := "7"
+	if given {
+		want = old // the command line wins
+	}
+	if got := f.Value.String(); got != want {
+		t.Fatalf("-%s = %s after WaitingParallel(7), want %s", ParallelFlag, got, want)
+	}
 }
