@@ -20,14 +20,14 @@ import (
 // loaded at start, and listSessions pages the catalogue without loading
 // any. Subscribing loads just the session named.
 //
-// Under -race it runs with 2 000 sessions and the same 2 KiB a session:
+// Under -race it runs with 1 000 sessions and the same 2 KiB a session:
 // SQLite is Go code here, instrumented like the rest, and copying 100 000
 // turns took most of the test's 27 s. .ci/run also runs it without -race,
 // at full size.
 func TestStoreMemoryFollowsWhatIsSubscribed(t *testing.T) {
 	sessions, turns := 10_000, 10
 	if testenv.Race {
-		sessions = 2_000
+		sessions = 1_000
 	}
 	path := stateFile(t)
 	seedStoredSessions(t, path, sessions, turns)
