@@ -327,15 +327,20 @@ func TestACPOverlongLine(t *testing.T) {
 
 	// A line longer than acp-go-sdk's own 10 MiB limit but within the
 	// provider's (64 MiB by default) is delivered whole: session/update is
-	// read from the raw stream, so it never reaches the SDK's reader.
-	r2 := newACPRig(t, acpRigOptions{})
-	ch2 := r2.session("script", acpProjectDir(t))
-	const long = 11 << 20
-	turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
-	assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
-	text := acpTurnText(turn.ResponseParts)
-	require.Len(t, text, long+len("after"))
-	assert.True(t, strings.HasSuffix(text, "aaaaafter"))
+	// read from the raw stream, so it never reaches the SDK's reader. The
+	// size is the SDK's, so it cannot shrink under -race, where moving it
+	// through JSON took most of this test's 12 s: there the line stays in
+	// the 2 MiB case above, and .ci/run runs this one without -race.
+	if !raceDetector {
+		r2 := newACPRig(t, acpRigOptions{})
+		ch2 := r2.session("script", acpProjectDir(t))
+		const long = 11 << 20
+		turn = r2.turn(ch2, fmt.Sprintf("longline %d", long))
+		assert.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
+		text := acpTurnText(turn.ResponseParts)
+		require.Len(t, text, long+len("after"))
+		assert.True(t, strings.HasSuffix(text, "aaaaafter"))
+	}
 
 	next := r.turn(ch, "echo next")
 	assert.Equal(t, "text:echo next", acpTurnText(next.ResponseParts))
