@@ -90,10 +90,19 @@ type Checkpointer struct {
 type pendingCheckpoint struct {
 	turnID   string
 	data     json.RawMessage
-	snapshot func() (TurnSnapshot, error)
+	snapshot SnapshotFunc
 	grew     int
 	at       time.Time
 }
+
+// A SnapshotFunc encodes an active turn for the Checkpointer (PutTextsFunc).
+// from says, by pointer, from which byte offset the Checkpointer needs each
+// text: a little before the end of what it wrote of it, to check that the
+// text continues it. The function may give a text from there (its
+// CheckpointText's Offset) or from earlier; a text not in from, or a nil
+// from, is needed whole. So a long text that keeps growing is read, and
+// copied, only for what it gained.
+type SnapshotFunc func(from map[string]int) (TurnSnapshot, error)
 
 // sentTurn is what the store holds of a chat's active turn, as far as this
 // Checkpointer wrote it.
@@ -190,6 +199,12 @@ func (c *Checkpointer) Put(chatURI, turnID string, data json.RawMessage) {
 // are only read, and only what they gained since the last write is
 // written: they must not change afterwards (a Go string never does).
 func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (TurnSnapshot, error)) {
+	c.PutTextsFunc(chatURI, turnID, grew, func(map[string]int) (TurnSnapshot, error) { return snapshot() })
+}
+
+// PutTextsFunc is PutFunc with a snapshot that is told from where each text
+// is needed (SnapshotFunc), so that it need not read a long text whole.
+func (c *Checkpointer) PutTextsFunc(chatURI, turnID string, grew int, snapshot SnapshotFunc) {
 	c.mu.Lock()
 	c.known[chatURI] = chatGrowth{turnID: turnID}
 	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, snapshot: snapshot, grew: max(0, grew), at: time.Now()})
@@ -361,12 +376,12 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 		cp := Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: p.data, Replace: true, Updated: p.at}
 		sent := &sentTurn{turnID: p.turnID}
 		if p.snapshot != nil {
-			snap, err := p.snapshot()
+			var err error
+			cp, sent, err = c.snapshotIncrement(cp, p.snapshot)
 			if err != nil {
 				snapErrs = append(snapErrs, fmt.Errorf("encoding the active turn %s of chat %s: %w", p.turnID, chat, err))
 				continue
 			}
-			cp, sent = c.increment(cp, snap)
 		}
 		size += uint64(len(cp.Data))
 		for _, t := range cp.Texts {
@@ -418,28 +433,70 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 	return err
 }
 
+// snapshotIncrement takes the turn's snapshot, asking for each text only
+// from a little before what was written of it, and makes it the checkpoint
+// that carries what is new (increment). A text given from an offset that
+// does not continue what was written (it was replaced meanwhile) can only
+// be written whole: the snapshot is then taken again, of whole texts.
+func (c *Checkpointer) snapshotIncrement(cp Checkpoint, snapshot SnapshotFunc) (Checkpoint, *sentTurn, error) {
+	snap, err := snapshot(c.needFrom(cp))
+	if err != nil {
+		return cp, nil, err
+	}
+	if next, sent, ok := c.increment(cp, snap); ok {
+		return next, sent, nil
+	}
+	if snap, err = snapshot(nil); err != nil {
+		return cp, nil, err
+	}
+	next, sent, _ := c.increment(cp, snap) // whole texts always place
+	return next, sent, nil
+}
+
+// needFrom is, by pointer, where the Checkpointer needs the texts of cp's
+// turn from: the start of the tail it kept of each (nil for a turn it has
+// not written yet).
+func (c *Checkpointer) needFrom(cp Checkpoint) map[string]int {
+	prev := c.sent[cp.ChatURI]
+	if prev == nil || prev.turnID != cp.TurnID {
+		return nil
+	}
+	from := make(map[string]int, len(prev.texts))
+	for ptr, m := range prev.texts {
+		from[ptr] = m.n - len(m.tail)
+	}
+	return from
+}
+
 // increment turns a snapshot into the checkpoint that carries what is new
 // since the last write of the same turn, and returns it with what the store
-// will hold once it is written. It runs on the loop's goroutine.
-func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn) {
+// will hold once it is written. It runs on the loop's goroutine. It reports
+// false if a text given from an offset other than 0 does not continue what
+// was written: the store could not place it.
+func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn, bool) {
 	cp.Data = snap.Data
 	prev := c.sent[cp.ChatURI]
 	cp.Replace = prev == nil || prev.turnID != cp.TurnID
 	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(snap.Texts))}
 	cp.Texts = make([]CheckpointText, 0, len(snap.Texts))
 	for _, t := range snap.Texts {
-		full := t.Text
-		next.texts[t.Pointer] = sentText{n: len(full), tail: strings.Clone(full[max(0, len(full)-sentTail):])}
+		// t.Text is the string from t.Offset to its end.
+		at, s := t.Offset, t.Text
+		end := at + len(s)
+		next.texts[t.Pointer] = sentText{n: end, tail: strings.Clone(s[max(0, len(s)-sentTail):])}
 		from := 0
 		if !cp.Replace {
-			if m, ok := prev.texts[t.Pointer]; ok && m.n <= len(full) && full[m.n-len(m.tail):m.n] == m.tail {
-				if m.n == len(full) {
+			if m, ok := prev.texts[t.Pointer]; ok && at <= m.n-len(m.tail) && m.n <= end && s[m.n-len(m.tail)-at:m.n-at] == m.tail {
+				if m.n == end {
 					continue // nothing new
 				}
 				from = m.n
 			}
 		}
-		cp.Texts = append(cp.Texts, CheckpointText{Pointer: t.Pointer, Offset: from, Text: full[from:]})
+		if from < at {
+			return cp, nil, false // not a continuation, and not whole
+		}
+		cp.Texts = append(cp.Texts, CheckpointText{Pointer: t.Pointer, Offset: from, Text: s[from-at:]})
 	}
-	return cp, next
+	return cp, next, true
 }

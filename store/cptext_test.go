@@ -33,6 +33,20 @@ func (g *growingTurn) snapshot() TurnSnapshot {
 	}
 }
 
+// snapshotFrom is snapshot as PutTextsFunc's snapshot gives it: each text
+// from where from asks for it, when it is that long. read counts the bytes
+// of text it gave.
+func (g *growingTurn) snapshotFrom(from map[string]int, read *int) TurnSnapshot {
+	snap := g.snapshot()
+	for i, t := range snap.Texts {
+		if at, ok := from[t.Pointer]; ok && at <= len(t.Text) {
+			snap.Texts[i] = CheckpointText{Pointer: t.Pointer, Offset: at, Text: t.Text[at:]}
+		}
+		*read += len(snap.Texts[i].Text)
+	}
+	return snap
+}
+
 func (g *growingTurn) want() string {
 	parts := []string{
 		fmt.Sprintf(`{"kind":"reasoning","content":%s}`, mustMarshal(g.thought)),
@@ -65,12 +79,33 @@ func storedWhole(t *testing.T, s *SQLite, chat string) string {
 // A turn checkpointed many times writes each piece of text once: every
 // checkpoint carries what the texts gained, its data rewritten; the stored
 // checkpoint always merges to the whole turn. A new turn of the chat, and a
-// text that does not continue what was written, are written whole.
+// text that does not continue what was written, are written whole. The
+// same whether the snapshot gives the texts whole (PutFunc) or from where
+// the checkpointer asks for them (PutTextsFunc), which then reads little
+// more than what is new.
 func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
+	for _, fromOffsets := range []bool{false, true} {
+		t.Run(fmt.Sprintf("from=%v", fromOffsets), func(t *testing.T) {
+			testCheckpointerAppendsOnlyWhatIsNew(t, fromOffsets)
+		})
+	}
+}
+
+func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
 	r := newCPRig(t)
 	ctx := t.Context()
+	var read, calls int // what the snapshots gave, when asked from offsets
+	put := func(turnID string, g *growingTurn, grew int) {
+		if !fromOffsets {
+			r.cp.PutFunc(r.chat1.URI, turnID, grew, func() (TurnSnapshot, error) { return g.snapshot(), nil })
+			return
+		}
+		r.cp.PutTextsFunc(r.chat1.URI, turnID, grew, func(from map[string]int) (TurnSnapshot, error) {
+			calls++
+			return g.snapshotFrom(from, &read), nil
+		})
+	}
 	g := &growingTurn{}
-	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
 	var text int
 	for i := range 50 {
 		add := fmt.Sprintf("piece %d é日本語🙂 \"q\" \n", i) + strings.Repeat("x", 500)
@@ -80,7 +115,7 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 		if i%10 == 3 {
 			g.tools++
 		}
-		r.cp.PutFunc(r.chat1.URI, "a", len(add), snap)
+		put("a", g, len(add))
 		require.NoError(t, r.cp.Flush(ctx))
 		require.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI), "after checkpoint %d", i)
 	}
@@ -88,6 +123,10 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	assert.Equal(t, uint64(50), st.Written)
 	data := uint64(len(g.snapshot().Data))
 	assert.LessOrEqual(t, st.Bytes, uint64(text)+50*data, "the texts were written once")
+	if fromOffsets {
+		assert.Equal(t, 50, calls, "a snapshot taken twice")
+		assert.LessOrEqual(t, read, text+50*2*sentTail, "the snapshots read the texts whole")
+	}
 
 	cp, err := r.s.Checkpoint(ctx, r.chat1.URI)
 	require.NoError(t, err)
@@ -97,15 +136,36 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
 	assert.Equal(t, 100, rows, "a piece per text per checkpoint")
 
-	// A text replaced by another (not a continuation) is written whole.
-	g.answer = "something else entirely, longer than the tail kept of the old answer"
-	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
-	require.NoError(t, r.cp.Flush(ctx))
-	assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI))
+	// A text replaced by another (not a continuation) is written whole;
+	// given from an offset, the snapshot is taken again for it.
+	for _, tc := range []struct {
+		answer string
+		calls  int // snapshots taken, when given from offsets
+	}{
+		// Shorter than where the checkpointer asks from: given whole.
+		{"something else entirely, longer than the tail kept of the old answer", 1},
+		{"short", 1},
+		// Asked from 0 (the tail kept is all of "short"): given whole.
+		{"something else entirely, longer than the tail kept of the old answer, and more", 1},
+		// Given from the offset asked, but not a continuation: taken again.
+		{strings.Repeat("y", 3000), 2},
+		{strings.Repeat("y", 2999) + "z" + strings.Repeat("y", 100), 2},
+		// A continuation again.
+		{strings.Repeat("y", 2999) + "z" + strings.Repeat("y", 200), 1},
+	} {
+		calls = 0
+		g.answer = tc.answer
+		put("a", g, 10)
+		require.NoError(t, r.cp.Flush(ctx))
+		assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI), "replaced by %.10q", tc.answer)
+		if fromOffsets {
+			assert.Equal(t, tc.calls, calls, "snapshots taken of %.10q", tc.answer)
+		}
+	}
 
 	// A new turn of the chat replaces the old one's pieces.
 	g2 := &growingTurn{answer: "fresh", thought: "new"}
-	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	put("b", g2, 10)
 	require.NoError(t, r.cp.Flush(ctx))
 	assert.JSONEq(t, g2.want(), storedWhole(t, r.s, r.chat1.URI))
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
@@ -119,7 +179,7 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	assert.Zero(t, rows)
 	// A late checkpoint of it writes nothing.
 	g2.answer += " more"
-	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	put("b", g2, 10)
 	require.NoError(t, r.cp.Flush(ctx))
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
 	assert.Zero(t, rows)

@@ -159,9 +159,11 @@ type CheckpointText struct {
 	Text string
 }
 
-// TurnSnapshot is an active turn as PutFunc's snapshot gives it: Data as in
-// Checkpoint, and for each string named by Texts its whole current content
-// (Offset 0). The Checkpointer works out what is new since the last write.
+// TurnSnapshot is an active turn as a snapshot function gives it: Data as in
+// Checkpoint, and for each string named by Texts its current content from
+// Offset on: from 0 (PutFunc's snapshot), or from where PutTextsFunc's
+// snapshot was asked to start it. The Checkpointer works out what is new
+// since the last write.
 type TurnSnapshot struct {
 	Data  json.RawMessage
 	Texts []CheckpointText
