@@ -95,7 +95,7 @@ type pendingCheckpoint struct {
 	at       time.Time
 }
 
-// A SnapshotFunc encodes an active turn for the Checkpointer (PutTextsFunc).
+// A SnapshotFunc encodes an active turn for the Checkpointer (PutFunc).
 // from says, by pointer, from which byte offset the Checkpointer needs each
 // text: a little before the end of what it wrote of it, to check that the
 // text continues it. The function may give a text from there (its
@@ -193,18 +193,14 @@ func (c *Checkpointer) Put(chatURI, turnID string, data json.RawMessage) {
 // PutFunc records that the active turn turnID of chat grew by grew bytes,
 // without encoding it: snapshot is called later, on the Checkpointer's
 // goroutine and only for the state actually written, to encode the turn as
-// it is then. This keeps a stream of small deltas from encoding a growing
-// turn once per delta. snapshot may take the session's lock; the
-// Checkpointer holds none of its own while calling it. The texts it names
-// are only read, and only what they gained since the last write is
-// written: they must not change afterwards (a Go string never does).
-func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (TurnSnapshot, error)) {
-	c.PutTextsFunc(chatURI, turnID, grew, func(map[string]int) (TurnSnapshot, error) { return snapshot() })
-}
-
-// PutTextsFunc is PutFunc with a snapshot that is told from where each text
-// is needed (SnapshotFunc), so that it need not read a long text whole.
-func (c *Checkpointer) PutTextsFunc(chatURI, turnID string, grew int, snapshot SnapshotFunc) {
+// it is then, each growing text from where the Checkpointer needs it
+// (SnapshotFunc). This keeps a stream of small deltas from encoding a
+// growing turn once per delta, and a long text from being read whole at
+// every checkpoint. snapshot may take the session's lock; the Checkpointer
+// holds none of its own while calling it. The texts it gives are only
+// read, and only what they gained since the last write is written: they
+// must not change afterwards (a Go string never does).
+func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot SnapshotFunc) {
 	c.mu.Lock()
 	c.known[chatURI] = chatGrowth{turnID: turnID}
 	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, snapshot: snapshot, grew: max(0, grew), at: time.Now()})

@@ -33,7 +33,7 @@ func (g *growingTurn) snapshot() TurnSnapshot {
 	}
 }
 
-// snapshotFrom is snapshot as PutTextsFunc's snapshot gives it: each text
+// snapshotFrom is snapshot as the host's snapshot function gives it: each text
 // from where from asks for it, when it is that long. read counts the bytes
 // of text it gave.
 func (g *growingTurn) snapshotFrom(from map[string]int, read *int) TurnSnapshot {
@@ -80,9 +80,9 @@ func storedWhole(t *testing.T, s *SQLite, chat string) string {
 // checkpoint carries what the texts gained, its data rewritten; the stored
 // checkpoint always merges to the whole turn. A new turn of the chat, and a
 // text that does not continue what was written, are written whole. The
-// same whether the snapshot gives the texts whole (PutFunc) or from where
-// the checkpointer asks for them (PutTextsFunc), which then reads little
-// more than what is new.
+// same whether the snapshot gives the texts whole or from where the
+// checkpointer asks for them, which then reads little more than what is
+// new.
 func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	for _, fromOffsets := range []bool{false, true} {
 		t.Run(fmt.Sprintf("from=%v", fromOffsets), func(t *testing.T) {
@@ -97,10 +97,10 @@ func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
 	var read, calls int // what the snapshots gave, when asked from offsets
 	put := func(turnID string, g *growingTurn, grew int) {
 		if !fromOffsets {
-			r.cp.PutFunc(r.chat1.URI, turnID, grew, func() (TurnSnapshot, error) { return g.snapshot(), nil })
+			r.cp.PutFunc(r.chat1.URI, turnID, grew, func(map[string]int) (TurnSnapshot, error) { return g.snapshot(), nil })
 			return
 		}
-		r.cp.PutTextsFunc(r.chat1.URI, turnID, grew, func(from map[string]int) (TurnSnapshot, error) {
+		r.cp.PutFunc(r.chat1.URI, turnID, grew, func(from map[string]int) (TurnSnapshot, error) {
 			calls++
 			return g.snapshotFrom(from, &read), nil
 		})
@@ -191,7 +191,7 @@ func TestCheckpointerIncrementAfterAFailedWrite(t *testing.T) {
 	r := newCPRig(t)
 	ctx := t.Context()
 	g := &growingTurn{answer: "one ", thought: "a"}
-	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	snap := func(map[string]int) (TurnSnapshot, error) { return g.snapshot(), nil }
 	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
 	require.NoError(t, r.cp.Flush(ctx))
 

@@ -161,8 +161,8 @@ type CheckpointText struct {
 
 // TurnSnapshot is an active turn as a snapshot function gives it: Data as in
 // Checkpoint, and for each string named by Texts its current content from
-// Offset on: from 0 (PutFunc's snapshot), or from where PutTextsFunc's
-// snapshot was asked to start it. The Checkpointer works out what is new
+// Offset on: from 0, or from where the snapshot function was asked to
+// start it (SnapshotFunc). The Checkpointer works out what is new
 // since the last write.
 type TurnSnapshot struct {
 	Data  json.RawMessage

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -67,6 +68,55 @@ func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) {
 	}
 	snap.Data = append(b, '}')
 	return snap, nil
+}
+
+// partText is a text part's content from an offset on, as the pieces the
+// lazy reducer keeps it in (reducer.Streaming.TextFrom).
+type partText struct {
+	pointer string
+	offset  int
+	pieces  []string
+}
+
+// readTurnTexts reads the content of each markdown and reasoning part of the
+// active turn t from the offset from asks for (from 0 for a text it does not
+// name, or one shorter than that), without syncing the lazy reducer: a
+// checkpoint then costs what the texts gained, where syncing would join a
+// long text into one string at every checkpoint (docs/performance.md).
+// Called with the channel's mutex held; the pieces may be read after it is
+// released, since they never change.
+func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[string]int) []partText {
+	var texts []partText
+	for i, p := range t.ResponseParts {
+		var content *string
+		switch v := p.Value.(type) {
+		case *wire.MarkdownResponsePart:
+			content = &v.Content
+		case *wire.ReasoningResponsePart:
+			content = &v.Content
+		default:
+			continue
+		}
+		ptr := textPointer(i)
+		at := from[ptr]
+		pieces, n := stream.TextFrom(content, at)
+		if at > n {
+			at = 0 // not the text written: the checkpointer writes it whole
+			pieces, _ = stream.TextFrom(content, 0)
+		}
+		texts = append(texts, partText{pointer: ptr, offset: at, pieces: pieces})
+	}
+	return texts
+}
+
+// joinTurnTexts makes each text read by readTurnTexts one string: a copy of
+// only the part of it that was asked for.
+func joinTurnTexts(texts []partText) []store.CheckpointText {
+	out := make([]store.CheckpointText, len(texts))
+	for i, x := range texts {
+		out[i] = store.CheckpointText{Pointer: x.pointer, Offset: x.offset, Text: strings.Join(x.pieces, "")}
+	}
+	return out
 }
 
 // placeTexts puts the texts a checkpoint appended back into the turn

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -111,4 +112,49 @@ func TestCheckpointGrowth(t *testing.T) {
 		turn += 64
 	}
 	assert.InDelta(t, float64(1<<20)/2, float64(turn-(1<<20)), float64(1<<20)/8)
+}
+
+// TestReadTurnTexts: a checkpoint reads each text part of the active turn
+// from where the checkpointer asks, from the lazy reducer's pieces; whole
+// when it does not ask, or asks beyond the text (a text replaced by a
+// shorter one).
+func TestReadTurnTexts(t *testing.T) {
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	stream := reducer.Streaming{Lazy: true}
+	apply := func(a any) { stream.Chat(s, wire.Action(a), func() int64 { return 1 }) }
+	apply(&wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("q")})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "r", Content: "think:"})})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.ToolCallResponsePart{ToolCall: wire.ToolCallState{Value: &wire.ToolCallRunningState{
+		Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read"}}})})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})})
+	answer, thought := "", "think:"
+	for i := range 40 {
+		d := strings.Repeat(string(rune('a'+i%26)), 5000) + "é🙂"
+		apply(&wire.ChatDeltaAction{TurnID: "t", PartID: "m", Content: d})
+		apply(&wire.ChatReasoningAction{TurnID: "t", PartID: "r", Content: "x"})
+		answer, thought = answer+d, thought+"x"
+	}
+	const r, m = "/responseParts/0/content", "/responseParts/2/content"
+	cases := []struct {
+		name      string
+		from      map[string]int
+		wantFromR int
+		wantFromM int
+	}{
+		{name: "nothing written", from: nil},
+		{name: "from offsets", from: map[string]int{r: 3, m: 150000}, wantFromR: 3, wantFromM: 150000},
+		{name: "at the ends", from: map[string]int{r: len(thought), m: len(answer)}, wantFromR: len(thought), wantFromM: len(answer)},
+		{name: "beyond a text", from: map[string]int{r: 2, m: len(answer) + 1}, wantFromR: 2},
+		{name: "one text asked", from: map[string]int{m: 70000}, wantFromM: 70000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := joinTurnTexts(readTurnTexts(&stream, s.ActiveTurn, tc.from))
+			assert.Equal(t, []store.CheckpointText{
+				{Pointer: r, Offset: tc.wantFromR, Text: thought[tc.wantFromR:]},
+				{Pointer: m, Offset: tc.wantFromM, Text: answer[tc.wantFromM:]},
+			}, got)
+			assert.Empty(t, s.ActiveTurn.ResponseParts[2].Value.(*wire.MarkdownResponsePart).Content, "the text was synced")
+		})
+	}
 }

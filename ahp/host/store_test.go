@@ -601,6 +601,26 @@ func TestStoreRestoredChatsAndAgentSessionIDs(t *testing.T) {
 // its other parts (tool calls, a notification) as they were, and the bytes
 // written over its checkpoints stay linear in its length.
 func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
+	cases := []struct {
+		name   string
+		rounds int
+		chunk  int // bytes of ASCII filler per delta, after a mixed-script prefix
+		every  int // rounds per checkpoint
+	}{
+		{name: "small deltas, a checkpoint each", rounds: 40, chunk: 1000, every: 1},
+		// Deltas across the lazy text's 64 KiB pieces, several per
+		// checkpoint: a checkpoint reads the text from inside a piece.
+		{name: "large deltas across pieces", rounds: 24, chunk: 23 << 10, every: 3},
+		{name: "one checkpoint at the end", rounds: 9, chunk: 50 << 10, every: 9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			testManyCheckpointsRestore(t, tc.rounds, tc.chunk, tc.every)
+		})
+	}
+}
+
+func testManyCheckpointsRestore(t *testing.T, rounds, chunkSize, every int) {
 	path := stateFile(t)
 	hs, st := storedHarness(t, path, Options{})
 	c := hs.dial(t, "c")
@@ -615,9 +635,8 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 	)
 	var answer, reasoning strings.Builder
 	reasoning.WriteString("think:")
-	const rounds = 40
 	for i := range rounds {
-		chunk := fmt.Sprintf("chunk %d é日本語🙂 \"quoted\" <b>\n", i) + strings.Repeat("x", 1000)
+		chunk := fmt.Sprintf("chunk %d é日本語🙂 \"quoted\" <b>\n", i) + strings.Repeat("x", chunkSize)
 		answer.WriteString(chunk)
 		actions := []wire.StateAction{
 			wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: chunk}),
@@ -634,11 +653,21 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 		for _, a := range actions {
 			hs.dispatch(t, s.chat, a.Value)
 		}
-		require.NoError(t, hs.h.ds.cp.Flush(ctx))
+		if (i+1)%every == 0 {
+			require.NoError(t, hs.h.ds.cp.Flush(ctx))
+		}
 	}
 	stats := hs.h.ds.cp.Stats()
-	require.GreaterOrEqual(t, stats.Flushes, uint64(rounds), "one checkpoint per round at least")
+	require.GreaterOrEqual(t, stats.Flushes, uint64(rounds/every), "one checkpoint per flush at least")
 	assert.Less(t, stats.Bytes, uint64(2*answer.Len()), "each checkpoint wrote what was new, not the whole turn again")
+	// The checkpoints read the text from the lazy reducer's pieces: the
+	// answer's part in the state was not synced by them (the deltas
+	// since the last other action are still only in the pieces).
+	ch := hs.h.lookup(s.chat)
+	ch.mu.Lock()
+	unsynced := turnText(ch.chat.st.ActiveTurn.ResponseParts)
+	ch.mu.Unlock()
+	assert.Less(t, len(unsynced), answer.Len(), "a checkpoint synced the streaming text")
 	live := hs.readChat(t, s.chat).ActiveTurn
 	require.NotNil(t, live)
 	require.Equal(t, answer.String(), turnText(live.ResponseParts))
@@ -682,7 +711,11 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 			t.Fatalf("unexpected part %d: %T", i, v)
 		}
 	}
-	assert.Equal(t, []string{"tc5", "tc15", "tc25", "tc35"}, tools)
+	var wantTools []string
+	for i := 5; i < rounds; i += 10 {
+		wantTools = append(wantTools, "tc"+strconv.Itoa(i))
+	}
+	assert.Equal(t, wantTools, tools)
 	require.IsType(t, &wire.SystemNotificationResponsePart{}, cut.ResponseParts[len(cut.ResponseParts)-1].Value)
 }
 

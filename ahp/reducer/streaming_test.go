@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
