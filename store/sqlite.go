@@ -413,12 +413,12 @@ func sqliteCode(err error) int {
 // --- statements ---
 
 type writeStmts struct {
-	upsertSession, upsertChat, insertTurn, dropTurnCheckpoint, dropTurnTexts,
+	upsertSession, upsertChat, insertTurn, dropTurnChunks, putTurnChunk, dropTurnCheckpoint, dropTurnTexts,
 	putCheckpoint, dropChatTexts, cutText, putText, deleteSession, raiseSeq *sql.Stmt
 }
 
 type readStmts struct {
-	listFirst, listAfter, session, chats, turnIdx, turnsBefore,
+	listFirst, listAfter, session, chats, turnIdx, turnsBefore, turnChunks,
 	chatExists, checkpoint, checkpointTexts, seq *sql.Stmt
 }
 
@@ -446,8 +446,9 @@ func (s *SQLite) prepare(ctx context.Context) error {
 			(SELECT COALESCE(MAX(t.idx), 0) FROM turns t WHERE t.chat_uri = c.uri)
 			FROM chats c WHERE c.session_uri = ? ORDER BY c.created_ns, c.uri`},
 		{&s.rs.turnIdx, s.r, `SELECT idx FROM turns WHERE chat_uri = ? AND turn_id = ?`},
-		{&s.rs.turnsBefore, s.r, `SELECT idx, turn_id, ended_ns, data FROM turns
+		{&s.rs.turnsBefore, s.r, `SELECT idx, turn_id, ended_ns, data, chunks FROM turns
 			WHERE chat_uri = ? AND idx < ? ORDER BY idx DESC LIMIT ?`},
+		{&s.rs.turnChunks, s.r, `SELECT data FROM turn_chunks WHERE chat_uri = ? AND turn_id = ? ORDER BY seq`},
 		{&s.rs.chatExists, s.r, `SELECT 1 FROM chats WHERE uri = ?`},
 		{&s.rs.checkpoint, s.r, `SELECT turn_id, updated_ns, data FROM checkpoints WHERE chat_uri = ?`},
 		{&s.rs.checkpointTexts, s.r, `SELECT pointer, off, text FROM checkpoint_texts
@@ -467,9 +468,12 @@ func (s *SQLite) prepare(ctx context.Context) error {
 				VALUES (?, ?, ?, ?, ?)
 				ON CONFLICT (uri) DO UPDATE SET session_uri = excluded.session_uri,
 					acp_session_id = excluded.acp_session_id, summary = excluded.summary, created_ns = excluded.created_ns`},
-			entry{&s.ws.insertTurn, s.w, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data)
-				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4)
-				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data`},
+			entry{&s.ws.insertTurn, s.w, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data, chunks)
+				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4, ?5)
+				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data,
+					chunks = excluded.chunks`},
+			entry{&s.ws.dropTurnChunks, s.w, `DELETE FROM turn_chunks WHERE chat_uri = ? AND turn_id = ?`},
+			entry{&s.ws.putTurnChunk, s.w, `INSERT INTO turn_chunks (chat_uri, turn_id, seq, data) VALUES (?, ?, ?, ?)`},
 			entry{&s.ws.dropTurnCheckpoint, s.w, `DELETE FROM checkpoints WHERE chat_uri = ? AND turn_id = ?`},
 			entry{&s.ws.dropTurnTexts, s.w, `DELETE FROM checkpoint_texts WHERE chat_uri = ? AND turn_id = ?`},
 			// A checkpoint that lost the race with its turn's completion, or
@@ -635,11 +639,15 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 				return err
 			}
 		}
-		_, err := tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(c.Turn.Data))
+		first, rest := splitTurnData(c.Turn.Data)
+		_, err := tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(first), len(rest))
 		if sqliteCode(err) == sqliteConstraintFK {
 			return fmt.Errorf("chat %s: %w", c.ChatURI, ErrNotFound)
 		}
 		if err != nil {
+			return err
+		}
+		if err := s.putTurnChunks(ctx, tx, c.ChatURI, c.Turn.ID, rest); err != nil {
 			return err
 		}
 		if _, err = tx.StmtContext(ctx, s.ws.dropTurnCheckpoint).ExecContext(ctx, c.ChatURI, c.Turn.ID); err != nil {
@@ -651,6 +659,70 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 	if err != nil {
 		return fmt.Errorf("storing turn %s of chat %s: %w", c.Turn.ID, c.ChatURI, err)
 	}
+	return nil
+}
+
+// turnChunk is the most of a completed turn's data written as one value: a
+// long turn is written in chunks of this size (schemaV3), so that SQLite's
+// copies of what it writes stay this small.
+const turnChunk = 1 << 20
+
+// splitTurnData cuts a turn's data into its first turnChunk bytes, stored in
+// the turn's row, and the chunks of the rest.
+func splitTurnData(data []byte) (first []byte, rest [][]byte) {
+	if len(data) <= turnChunk {
+		return data, nil
+	}
+	first, data = data[:turnChunk], data[turnChunk:]
+	for len(data) > 0 {
+		n := min(len(data), turnChunk)
+		rest, data = append(rest, data[:n]), data[n:]
+	}
+	return first, rest
+}
+
+// putTurnChunks replaces the stored chunks of a turn's data after its first.
+func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI, turnID string, rest [][]byte) error {
+	if _, err := tx.StmtContext(ctx, s.ws.dropTurnChunks).ExecContext(ctx, chatURI, turnID); err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	put := tx.StmtContext(ctx, s.ws.putTurnChunk)
+	for i, b := range rest {
+		if _, err := put.ExecContext(ctx, chatURI, turnID, i+1, b); err != nil {
+			return fmt.Errorf("chunk %d of %d: %w", i+1, len(rest), err)
+		}
+	}
+	return nil
+}
+
+// readTurnChunks appends the stored chunks of a turn's data to its first.
+func (s *SQLite) readTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, t *Turn, chunks int) error {
+	rows, err := tx.StmtContext(ctx, s.rs.turnChunks).QueryContext(ctx, chatURI, t.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	data := make([]byte, len(t.Data), len(t.Data)+chunks*turnChunk)
+	copy(data, t.Data)
+	n := 0
+	for rows.Next() {
+		var b sql.RawBytes
+		if err := rows.Scan(&b); err != nil {
+			return err
+		}
+		data = append(data, b...)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != chunks {
+		return fmt.Errorf("turn %s has %d chunks of data stored, its row says %d", t.ID, n, chunks)
+	}
+	t.Data = data
 	return nil
 }
 
@@ -894,23 +966,36 @@ func (s *SQLite) Turns(ctx context.Context, chatURI string, q TurnQuery) (TurnPa
 		}
 		defer rows.Close()
 		var idxs []int64
+		chunked := map[int]int{} // index in page.Turns → chunks after its first
 		for rows.Next() {
 			var t Turn
 			var idx, ended int64
 			var data []byte
-			if err := rows.Scan(&idx, &t.ID, &ended, &data); err != nil {
+			var chunks int
+			if err := rows.Scan(&idx, &t.ID, &ended, &data, &chunks); err != nil {
 				return err
 			}
 			t.EndedAt, t.Data = fromNS(ended), data
+			if chunks > 0 {
+				chunked[len(page.Turns)] = chunks
+			}
 			page.Turns = append(page.Turns, t)
 			idxs = append(idxs, idx)
 		}
-		if err := rows.Err(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
 		if q.Limit > 0 && len(page.Turns) > q.Limit {
 			page.Turns, idxs = page.Turns[:q.Limit], idxs[:q.Limit]
 			page.NextCursor = encodeTurnCursor(idxs[len(idxs)-1])
+		}
+		for i, chunks := range chunked {
+			if i >= len(page.Turns) {
+				continue // the look-ahead turn, only counted
+			}
+			if err := s.readTurnChunks(ctx, tx, chatURI, &page.Turns[i], chunks); err != nil {
+				return err
+			}
 		}
 		// Fetched newest first; pages are served oldest first.
 		for i, j := 0, len(page.Turns)-1; i < j; i, j = i+1, j-1 {
@@ -1019,10 +1104,10 @@ func (s *SQLite) Close() error {
 func (s *SQLite) closeDBs() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore,
+		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore, s.rs.turnChunks,
 		s.rs.chatExists, s.rs.checkpoint, s.rs.checkpointTexts, s.rs.seq,
-		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnCheckpoint, s.ws.dropTurnTexts,
-		s.ws.putCheckpoint, s.ws.dropChatTexts, s.ws.cutText, s.ws.putText, s.ws.deleteSession, s.ws.raiseSeq,
+		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnChunks, s.ws.putTurnChunk,
+		s.ws.dropTurnCheckpoint, s.ws.dropTurnTexts, s.ws.putCheckpoint, s.ws.dropChatTexts, s.ws.cutText, s.ws.putText, s.ws.deleteSession, s.ws.raiseSeq,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())
