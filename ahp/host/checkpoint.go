@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -215,6 +216,12 @@ func appendTurnBody(b []byte, texts *[]store.CheckpointText, msg *wire.Message, 
 			b = append(b, `""`...)
 			*texts = append(*texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
 		} else {
+			// Room for the text and a few escapes (prose has a newline
+			// every line) before it is appended: appended escape by
+			// escape, a long text would grow b by a quarter at a time,
+			// leaving several times its size in freed arrays at the end
+			// of a long response (docs/performance.md).
+			b = slices.Grow(b, len(content)+len(content)/16+2)
 			b = appendJSONString(b, content)
 		}
 		b = append(b, '}')

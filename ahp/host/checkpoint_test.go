@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -157,4 +158,24 @@ func TestReadTurnTexts(t *testing.T) {
 			assert.Empty(t, s.ActiveTurn.ResponseParts[2].Value.(*wire.MarkdownResponsePart).Content, "the text was synced")
 		})
 	}
+}
+
+// A completed turn's long text, with a newline every line, is encoded with
+// one growth of the buffer, not one every time append runs out of room.
+func TestEncodeTurnSizesItsBuffer(t *testing.T) {
+	if testenv.Race {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	text := strings.Repeat(strings.Repeat("a", 63)+"\n", 1<<16) // 4 MiB
+	turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
+		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
+	}}
+	var size int
+	allocs := testing.AllocsPerRun(3, func() {
+		b, err := encodeTurn(&turn)
+		require.NoError(t, err)
+		size = len(b)
+	})
+	assert.Greater(t, size, len(text)+1<<16, "the newlines are escaped")
+	assert.LessOrEqual(t, allocs, 6.0) // the buffer, its one growth, the message's encoding
 }
