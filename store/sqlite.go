@@ -639,15 +639,14 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 				return err
 			}
 		}
-		first, rest := splitTurnData(c.Turn.Data)
-		_, err := tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(first), len(rest))
+		first, chunks, err := s.putTurnChunks(ctx, tx, c.ChatURI, c.Turn)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(first), chunks)
+		}
 		if sqliteCode(err) == sqliteConstraintFK {
 			return fmt.Errorf("chat %s: %w", c.ChatURI, ErrNotFound)
 		}
 		if err != nil {
-			return err
-		}
-		if err := s.putTurnChunks(ctx, tx, c.ChatURI, c.Turn.ID, rest); err != nil {
 			return err
 		}
 		if _, err = tx.StmtContext(ctx, s.ws.dropTurnCheckpoint).ExecContext(ctx, c.ChatURI, c.Turn.ID); err != nil {
@@ -667,35 +666,104 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 // copies of what it writes stay this small.
 const turnChunk = 1 << 20
 
-// splitTurnData cuts a turn's data into its first turnChunk bytes, stored in
-// the turn's row, and the chunks of the rest.
-func splitTurnData(data []byte) (first []byte, rest [][]byte) {
-	if len(data) <= turnChunk {
-		return data, nil
-	}
-	first, data = data[:turnChunk], data[turnChunk:]
-	for len(data) > 0 {
-		n := min(len(data), turnChunk)
-		rest, data = append(rest, data[:n]), data[n:]
-	}
-	return first, rest
-}
-
-// putTurnChunks replaces the stored chunks of a turn's data after its first.
-func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI, turnID string, rest [][]byte) error {
-	if _, err := tx.StmtContext(ctx, s.ws.dropTurnChunks).ExecContext(ctx, chatURI, turnID); err != nil {
-		return err
-	}
-	if len(rest) == 0 {
-		return nil
+// putTurnChunks replaces the stored chunks of a turn's data after its
+// first turnChunk bytes, which it returns for the turn's row, with the
+// number of chunks written. Data given by t.Encode is written chunk by
+// chunk as it comes.
+func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, t Turn) (first []byte, chunks int, err error) {
+	if _, err := tx.StmtContext(ctx, s.ws.dropTurnChunks).ExecContext(ctx, chatURI, t.ID); err != nil {
+		return nil, 0, err
 	}
 	put := tx.StmtContext(ctx, s.ws.putTurnChunk)
-	for i, b := range rest {
-		if _, err := put.ExecContext(ctx, chatURI, turnID, i+1, b); err != nil {
-			return fmt.Errorf("chunk %d of %d: %w", i+1, len(rest), err)
+	w := &chunkWriter{put: func(seq int, b []byte) error {
+		if _, err := put.ExecContext(ctx, chatURI, t.ID, seq, b); err != nil {
+			return fmt.Errorf("chunk %d of the data: %w", seq, err)
+		}
+		return nil
+	}}
+	if t.Encode == nil {
+		w.copyFirst = false
+		_, err = w.Write(t.Data)
+	} else {
+		w.copyFirst = true
+		err = t.Encode(w)
+	}
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return w.first, w.n, nil
+}
+
+// chunkWriter cuts a turn's data as it is written: its first turnChunk
+// bytes are kept for the turn's row, and each turnChunk bytes after them
+// go to a row of turn_chunks as soon as they are there.
+type chunkWriter struct {
+	put func(seq int, b []byte) error
+	// copyFirst: the bytes written may be reused by the writer once Write
+	// returns, so the first chunk is a copy. Without it (Data, held by
+	// the caller until the write ends), it is a slice of the first Write.
+	copyFirst bool
+	first     []byte
+	buf       []byte // the chunk being filled
+	n         int    // chunks written
+	err       error  // the first failed put: nothing is written after it
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	size := len(p)
+	if len(w.first) < turnChunk {
+		k := min(len(p), turnChunk-len(w.first))
+		if w.first == nil && !w.copyFirst {
+			w.first = p[:k:k]
+		} else {
+			w.first = append(w.first, p[:k]...)
+		}
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		if len(w.buf) == 0 && len(p) >= turnChunk && !w.copyFirst {
+			// A whole chunk of Data: written from where it is.
+			if w.err = w.putChunk(p[:turnChunk]); w.err != nil {
+				return 0, w.err
+			}
+			p = p[turnChunk:]
+			continue
+		}
+		if w.buf == nil {
+			w.buf = make([]byte, 0, turnChunk)
+		}
+		k := min(len(p), turnChunk-len(w.buf))
+		w.buf, p = append(w.buf, p[:k]...), p[k:]
+		if len(w.buf) == turnChunk {
+			if w.err = w.flush(); w.err != nil {
+				return 0, w.err
+			}
 		}
 	}
+	return size, nil
+}
+
+// flush writes the chunk being filled, if any.
+func (w *chunkWriter) flush() error {
+	if w.err != nil || len(w.buf) == 0 {
+		return w.err
+	}
+	if err := w.putChunk(w.buf); err != nil {
+		return err
+	}
+	w.buf = w.buf[:0] // SQLite copied it when it was bound
 	return nil
+}
+
+func (w *chunkWriter) putChunk(b []byte) error {
+	w.n++
+	return w.put(w.n, b)
 }
 
 // readTurnChunks appends the stored chunks of a turn's data to its first.

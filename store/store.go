@@ -1,6 +1,7 @@
 package store
 
 import (
+	"io"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,8 +106,15 @@ type Chat struct {
 // (message, parts, tool calls, usage, timing); the store keeps its bytes
 // exactly and does not parse them, but Export expects valid JSON.
 type Turn struct {
-	ID      string
-	Data    json.RawMessage
+	ID   string
+	Data json.RawMessage
+	// Encode, if not nil, writes the turn's data in place of Data, for
+	// AppendTurn: the store writes it in chunks as it comes, so that a long
+	// turn is never held whole, by the caller or by SQLite. It is called
+	// once, within the write's transaction, and must write the same bytes
+	// every time it is called (a write may be retried); its error fails the
+	// write. The store does not retain what is passed to w.
+	Encode  func(w io.Writer) error
 	EndedAt time.Time
 }
 

@@ -3,7 +3,9 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +162,65 @@ func TestMigrationKeepsVersion2Turns(t *testing.T) {
 	var rows int
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_chunks`).Scan(&rows))
 	assert.Equal(t, 2, rows, "only the new turn is chunked")
+}
+
+// A turn given by Encode, in writes of any size whose buffer is reused after
+// each, is stored exactly as the same bytes given as Data; an Encode that
+// fails fails the write and leaves nothing of it; a missing chat is
+// ErrNotFound.
+func TestTurnEncodeWritesInChunks(t *testing.T) {
+	data := longTurn("enc", 3*turnChunk+101)
+	cases := []struct {
+		name   string
+		writes []int // sizes of the writes, repeated until the data is written
+	}{
+		{"one write", []int{len(data)}},
+		{"small writes", []int{1, 7, 4096, 65536 + 3}},
+		{"chunk-sized writes", []int{turnChunk}},
+		{"straddling writes", []int{turnChunk - 1, turnChunk + 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, testPath(t), Options{})
+			ctx := t.Context()
+			sess := testSession(1)
+			chat := testChat(sess.URI, 1)
+			require.NoError(t, s.PutSession(ctx, sess, chat))
+			encode := func(fail error) func(w io.Writer) error {
+				return func(w io.Writer) error {
+					buf := make([]byte, 0, turnChunk+2)
+					for off, i := 0, 0; off < len(data); i++ {
+						n := min(tc.writes[i%len(tc.writes)], len(data)-off)
+						buf = append(buf[:0], data[off:off+n]...)
+						if _, err := w.Write(buf); err != nil {
+							return err
+						}
+						clear(buf) // the store must have copied what it keeps
+						off += n
+						if fail != nil && off > 2*turnChunk {
+							return fail
+						}
+					}
+					return nil
+				}
+			}
+			broken := errors.New("the turn cannot be encoded")
+			err := s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: "enc", Encode: encode(broken), EndedAt: time.Unix(1, 0)}})
+			require.ErrorIs(t, err, broken)
+			var rows int
+			require.NoError(t, s.w.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM turns) + (SELECT COUNT(*) FROM turn_chunks)`).Scan(&rows))
+			assert.Zero(t, rows, "a failed write left rows")
+
+			require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: "enc", Encode: encode(nil), EndedAt: time.Unix(1, 0)}}))
+			page, err := s.Turns(ctx, chat.URI, TurnQuery{})
+			require.NoError(t, err)
+			require.Len(t, page.Turns, 1)
+			assert.True(t, string(data) == string(page.Turns[0].Data), "the encoded turn differs")
+			require.NoError(t, s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_chunks`).Scan(&rows))
+			assert.Equal(t, 3, rows)
+
+			err = s.AppendTurn(ctx, TurnCommit{ChatURI: "ahp-chat:/nowhere", Turn: Turn{ID: "x", Encode: encode(nil), EndedAt: time.Unix(1, 0)}})
+			assert.ErrorIs(t, err, ErrNotFound)
+		})
+	}
 }

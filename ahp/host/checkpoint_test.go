@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -34,13 +35,13 @@ func TestTurnEncodingIsJSONMarshal(t *testing.T) {
 		require.NoError(t, err)
 		got, err := encodeTurn(&turn)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got), "completed turn with %q", text)
+		assert.Equal(t, string(want), string(got.bytes()), "completed turn with %q", text)
 
 		bare := wire.Turn{ID: "x", Message: userMsg(""), ResponseParts: []wire.ResponsePart{}, State: wire.TurnStateComplete}
 		want, _ = json.Marshal(&bare)
 		got, err = encodeTurn(&bare)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got))
+		assert.Equal(t, string(want), string(got.bytes()))
 
 		active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg(text), ResponseParts: turn.ResponseParts}
 		want, _ = json.Marshal(&active)
@@ -160,22 +161,70 @@ func TestReadTurnTexts(t *testing.T) {
 	}
 }
 
-// A completed turn's long text, with a newline every line, is encoded with
-// one growth of the buffer, not one every time append runs out of room.
-func TestEncodeTurnSizesItsBuffer(t *testing.T) {
+// A completed turn's long texts are escaped as the turn is written, a slice
+// at a time, to the same bytes as json.Marshal gives, whatever falls on the
+// slices' edges (multi-byte runes, escapes, invalid UTF-8).
+func TestTurnEncodingOfLongTexts(t *testing.T) {
+	var all strings.Builder
+	for _, x := range trickyTexts {
+		all.WriteString(x)
+	}
+	unit := all.String()
+	cases := []struct {
+		name string
+		text string
+	}{
+		{"just short", strings.Repeat("x", longText-1)},
+		{"just long", strings.Repeat("x", longText)},
+		{"tricky, repeated", strings.Repeat(unit, 2*longText/len(unit)+3)},
+		{"tricky, shifted by one", "a" + strings.Repeat(unit, 3*longText/len(unit))},
+		{"runes on the slice edge", strings.Repeat("x", textSlice-1) + strings.Repeat("🙂", longText)},
+		{"continuation bytes only", strings.Repeat("\x80", 3*textSlice)},
+		{"escapes only", strings.Repeat("<\n\"", longText)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
+				wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: tc.text}),
+				wire.NewResponsePart(&wire.ToolCallResponsePart{Kind: wire.ResponsePartKindToolCall, ToolCall: wire.ToolCallState{Value: &wire.ToolCallRunningState{
+					Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read"}}}),
+				wire.NewResponsePart(&wire.ReasoningResponsePart{Kind: wire.ResponsePartKindReasoning, ID: "r", Content: "b" + tc.text}),
+			}}
+			want, err := json.Marshal(&turn)
+			require.NoError(t, err)
+			got, err := encodeTurn(&turn)
+			require.NoError(t, err)
+			assert.True(t, string(want) == string(got.bytes()), "the encoding differs from json.Marshal's")
+			assert.Equal(t, len(tc.text) >= longText, len(got.texts) == 2, "long texts left to be escaped as written")
+		})
+	}
+}
+
+// Writing a completed turn with a long text allocates a buffer of about
+// textSlice, never a copy of the text.
+func TestTurnEncodingWritesInSlices(t *testing.T) {
 	if testenv.Race {
 		t.Skip("allocation counts differ under the race detector")
 	}
-	text := strings.Repeat(strings.Repeat("a", 63)+"\n", 1<<16) // 4 MiB
+	text := strings.Repeat(strings.Repeat("a", 63)+"\n", 1<<16) // 4 MiB, a newline every line
 	turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
 		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
 	}}
-	var size int
-	allocs := testing.AllocsPerRun(3, func() {
-		b, err := encodeTurn(&turn)
-		require.NoError(t, err)
-		size = len(b)
-	})
-	assert.Greater(t, size, len(text)+1<<16, "the newlines are escaped")
-	assert.LessOrEqual(t, allocs, 6.0) // the buffer, its one growth, the message's encoding
+	e, err := encodeTurn(&turn)
+	require.NoError(t, err)
+	var w countingWriter
+	var m1, m2 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	require.NoError(t, e.writeTo(&w))
+	runtime.ReadMemStats(&m2)
+	assert.Greater(t, w.n, len(text)+1<<16, "the newlines are escaped")
+	assert.Less(t, m2.TotalAlloc-m1.TotalAlloc, uint64(2*textSlice), "writing the turn allocated %d bytes", m2.TotalAlloc-m1.TotalAlloc)
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
 }

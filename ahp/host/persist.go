@@ -425,7 +425,7 @@ func (h *Host) storeTurnsLocked(ch *channel) {
 			cd.unstored++ // it would fail for ever; the next ones still go
 			continue
 		}
-		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Data: data, EndedAt: turnEnd(t, h.opts.Clock())}}
+		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Encode: data.writeTo, EndedAt: turnEnd(t, h.opts.Clock())}}
 		var blob []byte
 		if cd.unstored == len(cd.st.Turns)-1 {
 			// The last one carries the rows the turn changed.

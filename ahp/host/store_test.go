@@ -751,3 +751,56 @@ func TestStoreWholeCheckpointStillRestores(t *testing.T) {
 	assert.Equal(t, "whole answer", turnText(chat.Turns[0].ResponseParts))
 	assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
 }
+
+// TestStoreLongCompletedTurnSurvivesARestart: a completed turn whose texts
+// are long (written in slices as the store writes it in chunks, above
+// longText) or short (inline) comes back after a restart exactly as it was
+// streamed, checkpoints or not.
+func TestStoreLongCompletedTurnSurvivesARestart(t *testing.T) {
+	unit := "line é日本語🙂 \"q\" <b>&\u2028\n" + strings.Repeat("x", 200)
+	cases := []struct {
+		name        string
+		deltas      int
+		checkpoints bool
+	}{
+		{name: "short", deltas: 3},
+		{name: "long, checkpointed", deltas: 12000, checkpoints: true}, // about 2.7 MB: three store chunks
+		{name: "long, never checkpointed", deltas: 1500},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := stateFile(t)
+			hs, st := storedHarness(t, path, Options{})
+			c := hs.dial(t, "c")
+			c.initialize()
+			s := hs.newSession(c, "long")
+			hs.dispatch(t, s.chat,
+				&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "r"})},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+			)
+			ctx, cancel := waitCtx(t)
+			defer cancel()
+			for i := range tc.deltas {
+				hs.dispatch(t, s.chat, &wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: unit},
+					&wire.ChatReasoningAction{TurnID: "t1", PartID: "r", Content: "r" + strconv.Itoa(i)})
+				if tc.checkpoints && i%2000 == 0 {
+					require.NoError(t, hs.h.ds.cp.Flush(ctx))
+				}
+			}
+			hs.dispatch(t, s.chat, &wire.ChatTurnCompleteAction{TurnID: "t1", Duration: 5})
+			before := hs.readChat(t, s.chat)
+			require.Len(t, before.Turns, 1)
+			require.Equal(t, strings.Repeat(unit, tc.deltas), turnText(before.Turns[0].ResponseParts))
+			c.close()
+
+			hs, _ = restart(t, hs, st, path, Options{})
+			c = hs.dial(t, "c")
+			c.initialize(s.uri, s.chat)
+			after := hs.readChat(t, s.chat)
+			require.Len(t, after.Turns, 1)
+			assert.Equal(t, wire.TurnStateComplete, after.Turns[0].State)
+			assert.True(t, string(mustJSON(t, before.Turns[0])) == string(mustJSON(t, after.Turns[0])), "the turn came back changed")
+		})
+	}
+}
