@@ -1,11 +1,11 @@
 package store
 
 import (
-	"io"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
