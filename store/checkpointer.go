@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -98,10 +97,13 @@ type pendingCheckpoint struct {
 // A SnapshotFunc encodes an active turn for the Checkpointer (PutFunc).
 // from says, by pointer, from which byte offset the Checkpointer needs each
 // text: a little before the end of what it wrote of it, to check that the
-// text continues it. The function may give a text from there (its
+// text continues it. The function may give a text from there (its first
 // CheckpointText's Offset) or from earlier; a text not in from, or a nil
-// from, is needed whole. So a long text that keeps growing is read, and
-// copied, only for what it gained.
+// from, is needed whole. A text may be given in several pieces, one after
+// the other in Texts, each starting where the previous one ended, cut
+// anywhere: the Checkpointer passes them on to the store as they are. So a
+// long text that keeps growing is read only for what it gained, and need
+// not be copied into one string for it.
 type SnapshotFunc func(from map[string]int) (TurnSnapshot, error)
 
 // sentTurn is what the store holds of a chat's active turn, as far as this
@@ -445,7 +447,10 @@ func (c *Checkpointer) snapshotIncrement(cp Checkpoint, snapshot SnapshotFunc) (
 	if snap, err = snapshot(nil); err != nil {
 		return cp, nil, err
 	}
-	next, sent, _ := c.increment(cp, snap) // whole texts always place
+	next, sent, ok := c.increment(cp, snap)
+	if !ok {
+		return cp, nil, errors.New("the snapshot's texts are not whole strings in pieces that follow each other")
+	}
 	return next, sent, nil
 }
 
@@ -468,31 +473,99 @@ func (c *Checkpointer) needFrom(cp Checkpoint) map[string]int {
 // since the last write of the same turn, and returns it with what the store
 // will hold once it is written. It runs on the loop's goroutine. It reports
 // false if a text given from an offset other than 0 does not continue what
-// was written: the store could not place it.
+// was written (the store could not place it), or if a text's pieces do not
+// follow each other.
 func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn, bool) {
 	cp.Data = snap.Data
 	prev := c.sent[cp.ChatURI]
 	cp.Replace = prev == nil || prev.turnID != cp.TurnID
-	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(snap.Texts))}
+	texts, ok := groupTexts(snap.Texts)
+	if !ok {
+		return cp, nil, false
+	}
+	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(texts))}
 	cp.Texts = make([]CheckpointText, 0, len(snap.Texts))
-	for _, t := range snap.Texts {
-		// t.Text is the string from t.Offset to its end.
-		at, s := t.Offset, t.Text
-		end := at + len(s)
-		next.texts[t.Pointer] = sentText{n: end, tail: strings.Clone(s[max(0, len(s)-sentTail):])}
+	for _, t := range texts {
+		next.texts[t.pointer] = sentText{n: t.end, tail: t.slice(max(t.at, t.end-sentTail), t.end)}
 		from := 0
 		if !cp.Replace {
-			if m, ok := prev.texts[t.Pointer]; ok && at <= m.n-len(m.tail) && m.n <= end && s[m.n-len(m.tail)-at:m.n-at] == m.tail {
-				if m.n == end {
+			if m, ok := prev.texts[t.pointer]; ok && t.at <= m.n-len(m.tail) && m.n <= t.end && t.slice(m.n-len(m.tail), m.n) == m.tail {
+				if m.n == t.end {
 					continue // nothing new
 				}
 				from = m.n
 			}
 		}
-		if from < at {
+		if from < t.at {
 			return cp, nil, false // not a continuation, and not whole
 		}
-		cp.Texts = append(cp.Texts, CheckpointText{Pointer: t.Pointer, Offset: from, Text: s[from-at:]})
+		cp.Texts = t.appendFrom(cp.Texts, from)
 	}
 	return cp, next, true
+}
+
+// snapText is one string of a snapshot: the consecutive pieces given for
+// its pointer, from at to end.
+type snapText struct {
+	pointer string
+	at, end int
+	pieces  []CheckpointText
+}
+
+// groupTexts gathers a snapshot's pieces by string; false unless each
+// string's pieces are consecutive in the list and follow each other.
+func groupTexts(ts []CheckpointText) ([]snapText, bool) {
+	var out []snapText
+	for i, t := range ts {
+		if i > 0 && ts[i-1].Pointer == t.Pointer {
+			g := &out[len(out)-1]
+			if t.Offset != g.end {
+				return nil, false
+			}
+			g.pieces = append(g.pieces, t)
+			g.end += len(t.Text)
+			continue
+		}
+		out = append(out, snapText{pointer: t.Pointer, at: t.Offset, end: t.Offset + len(t.Text), pieces: ts[i : i+1 : i+1]})
+	}
+	seen := make(map[string]bool, len(out))
+	for _, g := range out {
+		if seen[g.pointer] {
+			return nil, false
+		}
+		seen[g.pointer] = true
+	}
+	return out, true
+}
+
+// slice returns a copy of the string's bytes from, to (at ≤ from ≤ to ≤
+// end): a copy, so as not to keep the pieces alive.
+func (t snapText) slice(from, to int) string {
+	b := make([]byte, 0, to-from)
+	for _, p := range t.pieces {
+		lo, hi := max(from, p.Offset), min(to, p.Offset+len(p.Text))
+		if lo < hi {
+			b = append(b, p.Text[lo-p.Offset:hi-p.Offset]...)
+		}
+	}
+	return string(b)
+}
+
+// appendFrom appends to dst the string's pieces from offset from on (at
+// least one, empty when nothing is left, so that the store still cuts
+// what it held beyond from).
+func (t snapText) appendFrom(dst []CheckpointText, from int) []CheckpointText {
+	n := len(dst)
+	for _, p := range t.pieces {
+		end := p.Offset + len(p.Text)
+		if end <= from {
+			continue
+		}
+		k := max(0, from-p.Offset)
+		dst = append(dst, CheckpointText{Pointer: p.Pointer, Offset: p.Offset + k, Text: p.Text[k:]})
+	}
+	if len(dst) == n {
+		dst = append(dst, CheckpointText{Pointer: t.pointer, Offset: from})
+	}
+	return dst
 }

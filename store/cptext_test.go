@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,25 @@ func (g *growingTurn) snapshotFrom(from map[string]int, read *int) TurnSnapshot 
 	return snap
 }
 
+// inPieces cuts each text of snap into pieces of 1 to 300 bytes, anywhere
+// (runes included), as the host's lazy text is kept.
+func inPieces(snap TurnSnapshot, rng *rand.Rand) TurnSnapshot {
+	var out []CheckpointText
+	for _, t := range snap.Texts {
+		off, s := t.Offset, t.Text
+		for {
+			k := min(len(s), 1+rng.IntN(300))
+			out = append(out, CheckpointText{Pointer: t.Pointer, Offset: off, Text: s[:k]})
+			off, s = off+k, s[k:]
+			if s == "" {
+				break
+			}
+		}
+	}
+	snap.Texts = out
+	return snap
+}
+
 func (g *growingTurn) want() string {
 	parts := []string{
 		fmt.Sprintf(`{"kind":"reasoning","content":%s}`, mustMarshal(g.thought)),
@@ -84,25 +104,37 @@ func storedWhole(t *testing.T, s *SQLite, chat string) string {
 // checkpointer asks for them, which then reads little more than what is
 // new.
 func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
-	for _, fromOffsets := range []bool{false, true} {
-		t.Run(fmt.Sprintf("from=%v", fromOffsets), func(t *testing.T) {
-			testCheckpointerAppendsOnlyWhatIsNew(t, fromOffsets)
+	for _, tc := range []struct {
+		name                string
+		fromOffsets, pieces bool
+	}{
+		{name: "whole"},
+		{name: "from offsets", fromOffsets: true},
+		{name: "from offsets, in pieces", fromOffsets: true, pieces: true},
+		{name: "whole, in pieces", pieces: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testCheckpointerAppendsOnlyWhatIsNew(t, tc.fromOffsets, tc.pieces)
 		})
 	}
 }
 
-func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
+func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets, pieces bool) {
 	r := newCPRig(t)
 	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(1, 2))
 	var read, calls int // what the snapshots gave, when asked from offsets
 	put := func(turnID string, g *growingTurn, grew int) {
-		if !fromOffsets {
-			r.cp.PutFunc(r.chat1.URI, turnID, grew, func(map[string]int) (TurnSnapshot, error) { return g.snapshot(), nil })
-			return
-		}
 		r.cp.PutFunc(r.chat1.URI, turnID, grew, func(from map[string]int) (TurnSnapshot, error) {
 			calls++
-			return g.snapshotFrom(from, &read), nil
+			snap := g.snapshot()
+			if fromOffsets {
+				snap = g.snapshotFrom(from, &read)
+			}
+			if pieces {
+				snap = inPieces(snap, rng)
+			}
+			return snap, nil
 		})
 	}
 	g := &growingTurn{}
@@ -123,8 +155,8 @@ func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
 	assert.Equal(t, uint64(50), st.Written)
 	data := uint64(len(g.snapshot().Data))
 	assert.LessOrEqual(t, st.Bytes, uint64(text)+50*data, "the texts were written once")
+	assert.Equal(t, 50, calls, "a snapshot taken twice")
 	if fromOffsets {
-		assert.Equal(t, 50, calls, "a snapshot taken twice")
 		assert.LessOrEqual(t, read, text+50*2*sentTail, "the snapshots read the texts whole")
 	}
 
@@ -134,7 +166,9 @@ func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
 	assert.Equal(t, g.answer, cp.Texts[1].Text)
 	var rows int
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
-	assert.Equal(t, 100, rows, "a piece per text per checkpoint")
+	if !pieces {
+		assert.Equal(t, 100, rows, "a piece per text per checkpoint")
+	}
 
 	// A text replaced by another (not a continuation) is written whole;
 	// given from an offset, the snapshot is taken again for it.
@@ -161,6 +195,9 @@ func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets bool) {
 		if fromOffsets {
 			assert.Equal(t, tc.calls, calls, "snapshots taken of %.10q", tc.answer)
 		}
+		cp, err := r.s.Checkpoint(ctx, r.chat1.URI)
+		require.NoError(t, err)
+		assert.Equal(t, tc.answer, cp.Texts[1].Text)
 	}
 
 	// A new turn of the chat replaces the old one's pieces.
@@ -299,4 +336,30 @@ func TestMigrationKeepsAVersion1Checkpoint(t *testing.T) {
 	var rows int
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM checkpoints) + (SELECT COUNT(*) FROM checkpoint_texts)`).Scan(&rows))
 	assert.Zero(t, rows)
+}
+
+// A snapshot whose pieces of a string do not follow each other, or whose
+// string comes back after another's, cannot be placed: the write says so
+// and stores nothing of it.
+func TestCheckpointerRefusesPiecesThatDoNotFollow(t *testing.T) {
+	p0, p1 := "/responseParts/0/content", "/responseParts/1/content"
+	for _, tc := range []struct {
+		name  string
+		texts []CheckpointText
+	}{
+		{"a gap", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p0, Offset: 3, Text: "d"}}},
+		{"an overlap", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p0, Offset: 1, Text: "b"}}},
+		{"a string split", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p1, Text: "x"}, {Pointer: p0, Offset: 2, Text: "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCPRig(t)
+			r.cp.PutFunc(r.chat1.URI, "a", 10, func(map[string]int) (TurnSnapshot, error) {
+				return TurnSnapshot{Data: json.RawMessage(`{"responseParts":[{"content":""},{"content":""}]}`), Texts: tc.texts}, nil
+			})
+			require.ErrorContains(t, r.cp.Flush(t.Context()), "not whole strings in pieces that follow each other")
+			<-r.errs
+			_, err := r.s.Checkpoint(t.Context(), r.chat1.URI)
+			assert.ErrorIs(t, err, ErrNotFound)
+		})
+	}
 }

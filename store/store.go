@@ -163,14 +163,16 @@ type CheckpointText struct {
 	// writing a piece again is harmless. A piece whose Offset is beyond the
 	// string's end cannot be placed and is ignored.
 	Offset int
-	// Text is UTF-8 text, cut on a rune boundary.
+	// Text is the string's bytes from Offset on: UTF-8 text, which the
+	// store joins with the pieces of the same string that follow it
+	// before anything decodes it, so a piece may cut a rune in two.
 	Text string
 }
 
 // TurnSnapshot is an active turn as a snapshot function gives it: Data as in
 // Checkpoint, and for each string named by Texts its current content from
-// Offset on: from 0, or from where the snapshot function was asked to
-// start it (SnapshotFunc). The Checkpointer works out what is new
+// Offset on, in one or more consecutive pieces: from 0, or from where the
+// snapshot function was asked to start it (SnapshotFunc). The Checkpointer works out what is new
 // since the last write.
 type TurnSnapshot struct {
 	Data  json.RawMessage

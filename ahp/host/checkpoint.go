@@ -115,12 +115,30 @@ func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[strin
 	return texts
 }
 
-// joinTurnTexts makes each text read by readTurnTexts one string: a copy of
-// only the part of it that was asked for.
-func joinTurnTexts(texts []partText) []store.CheckpointText {
-	out := make([]store.CheckpointText, len(texts))
-	for i, x := range texts {
-		out[i] = store.CheckpointText{Pointer: x.pointer, Offset: x.offset, Text: strings.Join(x.pieces, "")}
+// checkpointPiece bounds the pieces a checkpoint hands the store: SQLite
+// copies each value it writes, twice, so a text synced mid-turn into one
+// long string (a subscriber arrived) is passed in slices of it.
+const checkpointPiece = 64 << 10
+
+// checkpointTexts turns the texts read by readTurnTexts into the pieces of a
+// snapshot, without copying them: views of the lazy reducer's pieces, none
+// longer than checkpointPiece, cut anywhere (the store joins a string's
+// pieces before anything decodes it). A text with nothing from its offset
+// is one empty piece.
+func checkpointTexts(texts []partText) []store.CheckpointText {
+	var out []store.CheckpointText
+	for _, x := range texts {
+		off, n := x.offset, len(out)
+		for _, p := range x.pieces {
+			for p != "" {
+				k := min(len(p), checkpointPiece)
+				out = append(out, store.CheckpointText{Pointer: x.pointer, Offset: off, Text: p[:k]})
+				off, p = off+k, p[k:]
+			}
+		}
+		if len(out) == n {
+			out = append(out, store.CheckpointText{Pointer: x.pointer, Offset: off})
+		}
 	}
 	return out
 }

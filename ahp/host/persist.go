@@ -582,9 +582,9 @@ func onlyTurnGone(err error) bool {
 // (a copy of its parts, whose texts are immutable strings, so O(parts) and
 // no encoding) and takes its texts from where the checkpointer needs them,
 // as the pieces the lazy reducer keeps them in, without syncing them
-// (readTurnTexts); it encodes the copy and joins what is new of the texts
-// after releasing it, on the checkpointer's goroutine (checkpoint.go: what
-// is encoded, and what the checkpointer makes of it).
+// (readTurnTexts); it encodes the copy after releasing it, on the
+// checkpointer's goroutine, and hands the store those pieces as they are
+// (checkpoint.go: what is encoded, and what the checkpointer makes of it).
 func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc {
 	return func(from map[string]int) (store.TurnSnapshot, error) {
 		ch.mu.Lock()
@@ -600,7 +600,7 @@ func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc
 		if err != nil {
 			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
-		snap.Texts = joinTurnTexts(texts)
+		snap.Texts = checkpointTexts(texts)
 		return snap, nil
 	}
 }
