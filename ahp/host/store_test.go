@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -721,35 +722,68 @@ func testManyCheckpointsRestore(t *testing.T, rounds, chunkSize, every int) {
 
 // TestStoreWholeCheckpointStillRestores: a checkpoint written whole, the
 // only kind before checkpoints became incremental (schema version 1's),
-// restores as it did.
+// restores as it did; so does one whose text was stored in one piece, or in
+// many pieces cut anywhere (a rune included), as a checkpoint hands over the
+// lazy text's pieces.
 func TestStoreWholeCheckpointStillRestores(t *testing.T) {
-	path := stateFile(t)
-	hs, st := storedHarness(t, path, Options{})
-	c := hs.dial(t, "c")
-	c.initialize()
-	s := hs.newSession(c, "old")
-	hs.dispatch(t, s.chat,
-		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
-		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
-		&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: "whole answer"},
-	)
-	live := hs.readChat(t, s.chat).ActiveTurn
-	require.NotNil(t, live)
-	ctx, cancel := waitCtx(t)
-	defer cancel()
-	hs.h.ds.cp.Forget(s.chat) // only the old kind of checkpoint is stored
-	data, err := json.Marshal(live)
-	require.NoError(t, err)
-	require.NoError(t, st.PutCheckpoints(ctx, []store.Checkpoint{{ChatURI: s.chat, TurnID: "t1", Data: data, Replace: true, Updated: time.Now()}}))
-	c.close()
+	answer := "whole answer é日本語🙂 " + strings.Repeat("<x>\n", 50)
+	const ptr = "/responseParts/0/content"
+	cases := []struct {
+		name   string
+		pieces []int // lengths of the stored pieces of the text; nil: the text inside the data
+	}{
+		{name: "whole data"},
+		{name: "one piece", pieces: []int{len(answer)}},
+		{name: "pieces cut in runes", pieces: []int{15, 1, 1, 5, 7, 3}},
+		{name: "one byte at a time", pieces: slices.Repeat([]int{1}, len(answer))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := stateFile(t)
+			hs, st := storedHarness(t, path, Options{})
+			c := hs.dial(t, "c")
+			c.initialize()
+			s := hs.newSession(c, "old")
+			hs.dispatch(t, s.chat,
+				&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+				&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: answer},
+			)
+			live := hs.readChat(t, s.chat).ActiveTurn
+			require.NotNil(t, live)
+			ctx, cancel := waitCtx(t)
+			defer cancel()
+			hs.h.ds.cp.Forget(s.chat) // only the checkpoint written here is stored
+			cp := store.Checkpoint{ChatURI: s.chat, TurnID: "t1", Replace: true, Updated: time.Now()}
+			if tc.pieces == nil {
+				data, err := json.Marshal(live)
+				require.NoError(t, err)
+				cp.Data = data
+			} else {
+				snap, err := turnSnapshot(live)
+				require.NoError(t, err)
+				cp.Data = snap.Data
+				off := 0
+				for i, n := range tc.pieces {
+					if i == len(tc.pieces)-1 {
+						n = len(answer) - off // the rest
+					}
+					cp.Texts = append(cp.Texts, store.CheckpointText{Pointer: ptr, Offset: off, Text: answer[off : off+n]})
+					off += n
+				}
+			}
+			require.NoError(t, st.PutCheckpoints(ctx, []store.Checkpoint{cp}))
+			c.close()
 
-	hs, _ = restart(t, hs, st, path, Options{})
-	c = hs.dial(t, "c")
-	c.initialize(s.uri, s.chat)
-	chat := hs.readChat(t, s.chat)
-	require.Len(t, chat.Turns, 1)
-	assert.Equal(t, "whole answer", turnText(chat.Turns[0].ResponseParts))
-	assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
+			hs, _ = restart(t, hs, st, path, Options{})
+			c = hs.dial(t, "c")
+			c.initialize(s.uri, s.chat)
+			chat := hs.readChat(t, s.chat)
+			require.Len(t, chat.Turns, 1)
+			assert.Equal(t, answer, turnText(chat.Turns[0].ResponseParts))
+			assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
+		})
+	}
 }
 
 // TestStoreLongCompletedTurnSurvivesARestart: a completed turn whose texts
