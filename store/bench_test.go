@@ -114,7 +114,7 @@ func BenchmarkCheckpointPutFunc(b *testing.B) {
 	cp := NewCheckpointer(s, CheckpointerOptions{})
 	b.Cleanup(func() { require.NoError(b, cp.Close(context.Background())) })
 	state := turnJSON("active", 4096)
-	snapshot := func() (TurnSnapshot, error) { return TurnSnapshot{Data: state}, nil }
+	snapshot := func(map[string]int) (TurnSnapshot, error) { return TurnSnapshot{Data: state}, nil }
 	i := 0
 	for b.Loop() {
 		i++

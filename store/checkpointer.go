@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -90,10 +89,22 @@ type Checkpointer struct {
 type pendingCheckpoint struct {
 	turnID   string
 	data     json.RawMessage
-	snapshot func() (TurnSnapshot, error)
+	snapshot SnapshotFunc
 	grew     int
 	at       time.Time
 }
+
+// A SnapshotFunc encodes an active turn for the Checkpointer (PutFunc).
+// from says, by pointer, from which byte offset the Checkpointer needs each
+// text: a little before the end of what it wrote of it, to check that the
+// text continues it. The function may give a text from there (its first
+// CheckpointText's Offset) or from earlier; a text not in from, or a nil
+// from, is needed whole. A text may be given in several pieces, one after
+// the other in Texts, each starting where the previous one ended, cut
+// anywhere: the Checkpointer passes them on to the store as they are. So a
+// long text that keeps growing is read only for what it gained, and need
+// not be copied into one string for it.
+type SnapshotFunc func(from map[string]int) (TurnSnapshot, error)
 
 // sentTurn is what the store holds of a chat's active turn, as far as this
 // Checkpointer wrote it.
@@ -184,12 +195,14 @@ func (c *Checkpointer) Put(chatURI, turnID string, data json.RawMessage) {
 // PutFunc records that the active turn turnID of chat grew by grew bytes,
 // without encoding it: snapshot is called later, on the Checkpointer's
 // goroutine and only for the state actually written, to encode the turn as
-// it is then. This keeps a stream of small deltas from encoding a growing
-// turn once per delta. snapshot may take the session's lock; the
-// Checkpointer holds none of its own while calling it. The texts it names
-// are only read, and only what they gained since the last write is
-// written: they must not change afterwards (a Go string never does).
-func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot func() (TurnSnapshot, error)) {
+// it is then, each growing text from where the Checkpointer needs it
+// (SnapshotFunc). This keeps a stream of small deltas from encoding a
+// growing turn once per delta, and a long text from being read whole at
+// every checkpoint. snapshot may take the session's lock; the Checkpointer
+// holds none of its own while calling it. The texts it gives are only
+// read, and only what they gained since the last write is written: they
+// must not change afterwards (a Go string never does).
+func (c *Checkpointer) PutFunc(chatURI, turnID string, grew int, snapshot SnapshotFunc) {
 	c.mu.Lock()
 	c.known[chatURI] = chatGrowth{turnID: turnID}
 	c.enqueueLocked(chatURI, &pendingCheckpoint{turnID: turnID, snapshot: snapshot, grew: max(0, grew), at: time.Now()})
@@ -361,12 +374,12 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 		cp := Checkpoint{ChatURI: chat, TurnID: p.turnID, Data: p.data, Replace: true, Updated: p.at}
 		sent := &sentTurn{turnID: p.turnID}
 		if p.snapshot != nil {
-			snap, err := p.snapshot()
+			var err error
+			cp, sent, err = c.snapshotIncrement(cp, p.snapshot)
 			if err != nil {
 				snapErrs = append(snapErrs, fmt.Errorf("encoding the active turn %s of chat %s: %w", p.turnID, chat, err))
 				continue
 			}
-			cp, sent = c.increment(cp, snap)
 		}
 		size += uint64(len(cp.Data))
 		for _, t := range cp.Texts {
@@ -418,28 +431,141 @@ func (c *Checkpointer) flush(ctx context.Context) error {
 	return err
 }
 
+// snapshotIncrement takes the turn's snapshot, asking for each text only
+// from a little before what was written of it, and makes it the checkpoint
+// that carries what is new (increment). A text given from an offset that
+// does not continue what was written (it was replaced meanwhile) can only
+// be written whole: the snapshot is then taken again, of whole texts.
+func (c *Checkpointer) snapshotIncrement(cp Checkpoint, snapshot SnapshotFunc) (Checkpoint, *sentTurn, error) {
+	snap, err := snapshot(c.needFrom(cp))
+	if err != nil {
+		return cp, nil, err
+	}
+	if next, sent, ok := c.increment(cp, snap); ok {
+		return next, sent, nil
+	}
+	if snap, err = snapshot(nil); err != nil {
+		return cp, nil, err
+	}
+	next, sent, ok := c.increment(cp, snap)
+	if !ok {
+		return cp, nil, errors.New("the snapshot's texts are not whole strings in pieces that follow each other")
+	}
+	return next, sent, nil
+}
+
+// needFrom is, by pointer, where the Checkpointer needs the texts of cp's
+// turn from: the start of the tail it kept of each (nil for a turn it has
+// not written yet).
+func (c *Checkpointer) needFrom(cp Checkpoint) map[string]int {
+	prev := c.sent[cp.ChatURI]
+	if prev == nil || prev.turnID != cp.TurnID {
+		return nil
+	}
+	from := make(map[string]int, len(prev.texts))
+	for ptr, m := range prev.texts {
+		from[ptr] = m.n - len(m.tail)
+	}
+	return from
+}
+
 // increment turns a snapshot into the checkpoint that carries what is new
 // since the last write of the same turn, and returns it with what the store
-// will hold once it is written. It runs on the loop's goroutine.
-func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn) {
+// will hold once it is written. It runs on the loop's goroutine. It reports
+// false if a text given from an offset other than 0 does not continue what
+// was written (the store could not place it), or if a text's pieces do not
+// follow each other.
+func (c *Checkpointer) increment(cp Checkpoint, snap TurnSnapshot) (Checkpoint, *sentTurn, bool) {
 	cp.Data = snap.Data
 	prev := c.sent[cp.ChatURI]
 	cp.Replace = prev == nil || prev.turnID != cp.TurnID
-	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(snap.Texts))}
+	texts, ok := groupTexts(snap.Texts)
+	if !ok {
+		return cp, nil, false
+	}
+	next := &sentTurn{turnID: cp.TurnID, texts: make(map[string]sentText, len(texts))}
 	cp.Texts = make([]CheckpointText, 0, len(snap.Texts))
-	for _, t := range snap.Texts {
-		full := t.Text
-		next.texts[t.Pointer] = sentText{n: len(full), tail: strings.Clone(full[max(0, len(full)-sentTail):])}
+	for _, t := range texts {
+		next.texts[t.pointer] = sentText{n: t.end, tail: t.slice(max(t.at, t.end-sentTail), t.end)}
 		from := 0
 		if !cp.Replace {
-			if m, ok := prev.texts[t.Pointer]; ok && m.n <= len(full) && full[m.n-len(m.tail):m.n] == m.tail {
-				if m.n == len(full) {
+			if m, ok := prev.texts[t.pointer]; ok && t.at <= m.n-len(m.tail) && m.n <= t.end && t.slice(m.n-len(m.tail), m.n) == m.tail {
+				if m.n == t.end {
 					continue // nothing new
 				}
 				from = m.n
 			}
 		}
-		cp.Texts = append(cp.Texts, CheckpointText{Pointer: t.Pointer, Offset: from, Text: full[from:]})
+		if from < t.at {
+			return cp, nil, false // not a continuation, and not whole
+		}
+		cp.Texts = t.appendFrom(cp.Texts, from)
 	}
-	return cp, next
+	return cp, next, true
+}
+
+// snapText is one string of a snapshot: the consecutive pieces given for
+// its pointer, from at to end.
+type snapText struct {
+	pointer string
+	at, end int
+	pieces  []CheckpointText
+}
+
+// groupTexts gathers a snapshot's pieces by string; false unless each
+// string's pieces are consecutive in the list and follow each other.
+func groupTexts(ts []CheckpointText) ([]snapText, bool) {
+	var out []snapText
+	for i, t := range ts {
+		if i > 0 && ts[i-1].Pointer == t.Pointer {
+			g := &out[len(out)-1]
+			if t.Offset != g.end {
+				return nil, false
+			}
+			g.pieces = append(g.pieces, t)
+			g.end += len(t.Text)
+			continue
+		}
+		out = append(out, snapText{pointer: t.Pointer, at: t.Offset, end: t.Offset + len(t.Text), pieces: ts[i : i+1 : i+1]})
+	}
+	seen := make(map[string]bool, len(out))
+	for _, g := range out {
+		if seen[g.pointer] {
+			return nil, false
+		}
+		seen[g.pointer] = true
+	}
+	return out, true
+}
+
+// slice returns a copy of the string's bytes from, to (at ≤ from ≤ to ≤
+// end): a copy, so as not to keep the pieces alive.
+func (t snapText) slice(from, to int) string {
+	b := make([]byte, 0, to-from)
+	for _, p := range t.pieces {
+		lo, hi := max(from, p.Offset), min(to, p.Offset+len(p.Text))
+		if lo < hi {
+			b = append(b, p.Text[lo-p.Offset:hi-p.Offset]...)
+		}
+	}
+	return string(b)
+}
+
+// appendFrom appends to dst the string's pieces from offset from on (at
+// least one, empty when nothing is left, so that the store still cuts
+// what it held beyond from).
+func (t snapText) appendFrom(dst []CheckpointText, from int) []CheckpointText {
+	n := len(dst)
+	for _, p := range t.pieces {
+		end := p.Offset + len(p.Text)
+		if end <= from {
+			continue
+		}
+		k := max(0, from-p.Offset)
+		dst = append(dst, CheckpointText{Pointer: p.Pointer, Offset: p.Offset + k, Text: p.Text[k:]})
+	}
+	if len(dst) == n {
+		dst = append(dst, CheckpointText{Pointer: t.pointer, Offset: from})
+	}
+	return dst
 }

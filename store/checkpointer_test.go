@@ -153,7 +153,7 @@ func TestCheckpointerPutFuncEncodesOncePerWrite(t *testing.T) {
 	r := newCPRig(t)
 	var calls atomic.Int32
 	var version atomic.Int32
-	snapshot := func() (TurnSnapshot, error) {
+	snapshot := func(map[string]int) (TurnSnapshot, error) {
 		calls.Add(1)
 		return TurnSnapshot{Data: activeState(int(version.Load()), 100)}, nil
 	}
@@ -176,7 +176,7 @@ func TestCheckpointerPutFuncEncodesOncePerWrite(t *testing.T) {
 	assert.Equal(t, int32(2), calls.Load())
 
 	// A failed encoding is reported and skipped; the other chats are written.
-	r.cp.PutFunc(r.chat1.URI, "a", 10, func() (TurnSnapshot, error) { return TurnSnapshot{}, errors.New("session gone") })
+	r.cp.PutFunc(r.chat1.URI, "a", 10, func(map[string]int) (TurnSnapshot, error) { return TurnSnapshot{}, errors.New("session gone") })
 	r.cp.Put(r.chat2.URI, "b", activeState(7, 100))
 	require.ErrorContains(t, r.cp.Flush(context.Background()), "session gone")
 	assert.True(t, bytes.Equal(activeState(7, 100), r.stored(t, r.chat2)))

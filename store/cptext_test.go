@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,39 @@ func (g *growingTurn) snapshot() TurnSnapshot {
 			{Pointer: "/responseParts/1/content", Text: g.answer},
 		},
 	}
+}
+
+// snapshotFrom is snapshot as the host's snapshot function gives it: each text
+// from where from asks for it, when it is that long. read counts the bytes
+// of text it gave.
+func (g *growingTurn) snapshotFrom(from map[string]int, read *int) TurnSnapshot {
+	snap := g.snapshot()
+	for i, t := range snap.Texts {
+		if at, ok := from[t.Pointer]; ok && at <= len(t.Text) {
+			snap.Texts[i] = CheckpointText{Pointer: t.Pointer, Offset: at, Text: t.Text[at:]}
+		}
+		*read += len(snap.Texts[i].Text)
+	}
+	return snap
+}
+
+// inPieces cuts each text of snap into pieces of 1 to 300 bytes, anywhere
+// (runes included), as the host's lazy text is kept.
+func inPieces(snap TurnSnapshot, rng *rand.Rand) TurnSnapshot {
+	var out []CheckpointText
+	for _, t := range snap.Texts {
+		off, s := t.Offset, t.Text
+		for {
+			k := min(len(s), 1+rng.IntN(300))
+			out = append(out, CheckpointText{Pointer: t.Pointer, Offset: off, Text: s[:k]})
+			off, s = off+k, s[k:]
+			if s == "" {
+				break
+			}
+		}
+	}
+	snap.Texts = out
+	return snap
 }
 
 func (g *growingTurn) want() string {
@@ -65,12 +99,45 @@ func storedWhole(t *testing.T, s *SQLite, chat string) string {
 // A turn checkpointed many times writes each piece of text once: every
 // checkpoint carries what the texts gained, its data rewritten; the stored
 // checkpoint always merges to the whole turn. A new turn of the chat, and a
-// text that does not continue what was written, are written whole.
+// text that does not continue what was written, are written whole. The
+// same whether the snapshot gives the texts whole or from where the
+// checkpointer asks for them, which then reads little more than what is
+// new.
 func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		fromOffsets, pieces bool
+	}{
+		{name: "whole"},
+		{name: "from offsets", fromOffsets: true},
+		{name: "from offsets, in pieces", fromOffsets: true, pieces: true},
+		{name: "whole, in pieces", pieces: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testCheckpointerAppendsOnlyWhatIsNew(t, tc.fromOffsets, tc.pieces)
+		})
+	}
+}
+
+func testCheckpointerAppendsOnlyWhatIsNew(t *testing.T, fromOffsets, pieces bool) {
 	r := newCPRig(t)
 	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var read, calls int // what the snapshots gave, when asked from offsets
+	put := func(turnID string, g *growingTurn, grew int) {
+		r.cp.PutFunc(r.chat1.URI, turnID, grew, func(from map[string]int) (TurnSnapshot, error) {
+			calls++
+			snap := g.snapshot()
+			if fromOffsets {
+				snap = g.snapshotFrom(from, &read)
+			}
+			if pieces {
+				snap = inPieces(snap, rng)
+			}
+			return snap, nil
+		})
+	}
 	g := &growingTurn{}
-	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
 	var text int
 	for i := range 50 {
 		add := fmt.Sprintf("piece %d é日本語🙂 \"q\" \n", i) + strings.Repeat("x", 500)
@@ -80,7 +147,7 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 		if i%10 == 3 {
 			g.tools++
 		}
-		r.cp.PutFunc(r.chat1.URI, "a", len(add), snap)
+		put("a", g, len(add))
 		require.NoError(t, r.cp.Flush(ctx))
 		require.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI), "after checkpoint %d", i)
 	}
@@ -88,6 +155,10 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	assert.Equal(t, uint64(50), st.Written)
 	data := uint64(len(g.snapshot().Data))
 	assert.LessOrEqual(t, st.Bytes, uint64(text)+50*data, "the texts were written once")
+	assert.Equal(t, 50, calls, "a snapshot taken twice")
+	if fromOffsets {
+		assert.LessOrEqual(t, read, text+50*2*sentTail, "the snapshots read the texts whole")
+	}
 
 	cp, err := r.s.Checkpoint(ctx, r.chat1.URI)
 	require.NoError(t, err)
@@ -95,17 +166,43 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	assert.Equal(t, g.answer, cp.Texts[1].Text)
 	var rows int
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
-	assert.Equal(t, 100, rows, "a piece per text per checkpoint")
+	if !pieces {
+		assert.Equal(t, 100, rows, "a piece per text per checkpoint")
+	}
 
-	// A text replaced by another (not a continuation) is written whole.
-	g.answer = "something else entirely, longer than the tail kept of the old answer"
-	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
-	require.NoError(t, r.cp.Flush(ctx))
-	assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI))
+	// A text replaced by another (not a continuation) is written whole;
+	// given from an offset, the snapshot is taken again for it.
+	for _, tc := range []struct {
+		answer string
+		calls  int // snapshots taken, when given from offsets
+	}{
+		// Shorter than where the checkpointer asks from: given whole.
+		{"something else entirely, longer than the tail kept of the old answer", 1},
+		{"short", 1},
+		// Asked from 0 (the tail kept is all of "short"): given whole.
+		{"something else entirely, longer than the tail kept of the old answer, and more", 1},
+		// Given from the offset asked, but not a continuation: taken again.
+		{strings.Repeat("y", 3000), 2},
+		{strings.Repeat("y", 2999) + "z" + strings.Repeat("y", 100), 2},
+		// A continuation again.
+		{strings.Repeat("y", 2999) + "z" + strings.Repeat("y", 200), 1},
+	} {
+		calls = 0
+		g.answer = tc.answer
+		put("a", g, 10)
+		require.NoError(t, r.cp.Flush(ctx))
+		assert.JSONEq(t, g.want(), storedWhole(t, r.s, r.chat1.URI), "replaced by %.10q", tc.answer)
+		if fromOffsets {
+			assert.Equal(t, tc.calls, calls, "snapshots taken of %.10q", tc.answer)
+		}
+		cp, err := r.s.Checkpoint(ctx, r.chat1.URI)
+		require.NoError(t, err)
+		assert.Equal(t, tc.answer, cp.Texts[1].Text)
+	}
 
 	// A new turn of the chat replaces the old one's pieces.
 	g2 := &growingTurn{answer: "fresh", thought: "new"}
-	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	put("b", g2, 10)
 	require.NoError(t, r.cp.Flush(ctx))
 	assert.JSONEq(t, g2.want(), storedWhole(t, r.s, r.chat1.URI))
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
@@ -119,7 +216,7 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 	assert.Zero(t, rows)
 	// A late checkpoint of it writes nothing.
 	g2.answer += " more"
-	r.cp.PutFunc(r.chat1.URI, "b", 10, func() (TurnSnapshot, error) { return g2.snapshot(), nil })
+	put("b", g2, 10)
 	require.NoError(t, r.cp.Flush(ctx))
 	require.NoError(t, r.s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoint_texts`).Scan(&rows))
 	assert.Zero(t, rows)
@@ -131,7 +228,7 @@ func TestCheckpointerIncrementAfterAFailedWrite(t *testing.T) {
 	r := newCPRig(t)
 	ctx := t.Context()
 	g := &growingTurn{answer: "one ", thought: "a"}
-	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	snap := func(map[string]int) (TurnSnapshot, error) { return g.snapshot(), nil }
 	r.cp.PutFunc(r.chat1.URI, "a", 10, snap)
 	require.NoError(t, r.cp.Flush(ctx))
 
@@ -211,7 +308,7 @@ func TestMigrationKeepsAVersion1Checkpoint(t *testing.T) {
 	s := openTest(t, path, Options{})
 	var v int
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v))
-	assert.Equal(t, 2, v)
+	assert.Equal(t, len(migrations), v)
 	cp, err := s.Checkpoint(ctx, chat.URI)
 	require.NoError(t, err)
 	assert.Equal(t, "a", cp.TurnID)
@@ -239,4 +336,30 @@ func TestMigrationKeepsAVersion1Checkpoint(t *testing.T) {
 	var rows int
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM checkpoints) + (SELECT COUNT(*) FROM checkpoint_texts)`).Scan(&rows))
 	assert.Zero(t, rows)
+}
+
+// A snapshot whose pieces of a string do not follow each other, or whose
+// string comes back after another's, cannot be placed: the write says so
+// and stores nothing of it.
+func TestCheckpointerRefusesPiecesThatDoNotFollow(t *testing.T) {
+	p0, p1 := "/responseParts/0/content", "/responseParts/1/content"
+	for _, tc := range []struct {
+		name  string
+		texts []CheckpointText
+	}{
+		{"a gap", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p0, Offset: 3, Text: "d"}}},
+		{"an overlap", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p0, Offset: 1, Text: "b"}}},
+		{"a string split", []CheckpointText{{Pointer: p0, Text: "ab"}, {Pointer: p1, Text: "x"}, {Pointer: p0, Offset: 2, Text: "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCPRig(t)
+			r.cp.PutFunc(r.chat1.URI, "a", 10, func(map[string]int) (TurnSnapshot, error) {
+				return TurnSnapshot{Data: json.RawMessage(`{"responseParts":[{"content":""},{"content":""}]}`), Texts: tc.texts}, nil
+			})
+			require.ErrorContains(t, r.cp.Flush(t.Context()), "not whole strings in pieces that follow each other")
+			<-r.errs
+			_, err := r.s.Checkpoint(t.Context(), r.chat1.URI)
+			assert.ErrorIs(t, err, ErrNotFound)
+		})
+	}
 }

@@ -123,7 +123,7 @@ func crashScenario(ctx context.Context, s *SQLite) (last int64, abandon func(), 
 	// Chat 3 streams a growing turn, checkpointed twice on the interval,
 	// each time with what it gained.
 	g := &growingTurn{answer: strings.Repeat("A", 1000), thought: "a"}
-	snap := func() (TurnSnapshot, error) { return g.snapshot(), nil }
+	snap := func(map[string]int) (TurnSnapshot, error) { return g.snapshot(), nil }
 	for round := range 2 {
 		if round == 1 {
 			g.answer += strings.Repeat("B", 1000)

@@ -21,6 +21,7 @@ type migration struct {
 var migrations = []migration{
 	{name: "catalogue, chats, turns, checkpoints and the serverSeq high-water mark", sql: schemaV1},
 	{name: "checkpoint texts appended rather than rewritten", sql: schemaV2},
+	{name: "a long completed turn stored in chunks", sql: schemaV3},
 }
 
 // schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
@@ -91,6 +92,24 @@ CREATE TABLE checkpoint_texts (
 	off      INTEGER NOT NULL,
 	text     BLOB    NOT NULL,
 	UNIQUE (chat_uri, turn_id, pointer, off)
+);
+`
+
+// schemaV3 lets a completed turn's data be stored in chunks: turns.data
+// holds its first turnChunk bytes and turn_chunks the rest, in seq order
+// (turns.chunks of them). SQLite copies a bound value whole, then again into
+// the record it writes, so a 51 MB answer written as one value cost the
+// bridge 100 MB of memory beyond its own for the write (docs/performance.md,
+// issue 17). A turn written before has its data whole and no chunks: it
+// reads back unchanged.
+const schemaV3 = `
+ALTER TABLE turns ADD COLUMN chunks INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE turn_chunks (
+	chat_uri TEXT    NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+	turn_id  TEXT    NOT NULL,
+	seq      INTEGER NOT NULL,
+	data     BLOB    NOT NULL,
+	UNIQUE (chat_uri, turn_id, seq)
 );
 `
 

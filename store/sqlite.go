@@ -413,12 +413,12 @@ func sqliteCode(err error) int {
 // --- statements ---
 
 type writeStmts struct {
-	upsertSession, upsertChat, insertTurn, dropTurnCheckpoint, dropTurnTexts,
+	upsertSession, upsertChat, insertTurn, dropTurnChunks, putTurnChunk, dropTurnCheckpoint, dropTurnTexts,
 	putCheckpoint, dropChatTexts, cutText, putText, deleteSession, raiseSeq *sql.Stmt
 }
 
 type readStmts struct {
-	listFirst, listAfter, session, chats, turnIdx, turnsBefore,
+	listFirst, listAfter, session, chats, turnIdx, turnsBefore, turnChunks,
 	chatExists, checkpoint, checkpointTexts, seq *sql.Stmt
 }
 
@@ -446,8 +446,9 @@ func (s *SQLite) prepare(ctx context.Context) error {
 			(SELECT COALESCE(MAX(t.idx), 0) FROM turns t WHERE t.chat_uri = c.uri)
 			FROM chats c WHERE c.session_uri = ? ORDER BY c.created_ns, c.uri`},
 		{&s.rs.turnIdx, s.r, `SELECT idx FROM turns WHERE chat_uri = ? AND turn_id = ?`},
-		{&s.rs.turnsBefore, s.r, `SELECT idx, turn_id, ended_ns, data FROM turns
+		{&s.rs.turnsBefore, s.r, `SELECT idx, turn_id, ended_ns, data, chunks FROM turns
 			WHERE chat_uri = ? AND idx < ? ORDER BY idx DESC LIMIT ?`},
+		{&s.rs.turnChunks, s.r, `SELECT data FROM turn_chunks WHERE chat_uri = ? AND turn_id = ? ORDER BY seq`},
 		{&s.rs.chatExists, s.r, `SELECT 1 FROM chats WHERE uri = ?`},
 		{&s.rs.checkpoint, s.r, `SELECT turn_id, updated_ns, data FROM checkpoints WHERE chat_uri = ?`},
 		{&s.rs.checkpointTexts, s.r, `SELECT pointer, off, text FROM checkpoint_texts
@@ -467,9 +468,12 @@ func (s *SQLite) prepare(ctx context.Context) error {
 				VALUES (?, ?, ?, ?, ?)
 				ON CONFLICT (uri) DO UPDATE SET session_uri = excluded.session_uri,
 					acp_session_id = excluded.acp_session_id, summary = excluded.summary, created_ns = excluded.created_ns`},
-			entry{&s.ws.insertTurn, s.w, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data)
-				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4)
-				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data`},
+			entry{&s.ws.insertTurn, s.w, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data, chunks)
+				VALUES (?1, (SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE chat_uri = ?1), ?2, ?3, ?4, ?5)
+				ON CONFLICT (chat_uri, turn_id) DO UPDATE SET ended_ns = excluded.ended_ns, data = excluded.data,
+					chunks = excluded.chunks`},
+			entry{&s.ws.dropTurnChunks, s.w, `DELETE FROM turn_chunks WHERE chat_uri = ? AND turn_id = ?`},
+			entry{&s.ws.putTurnChunk, s.w, `INSERT INTO turn_chunks (chat_uri, turn_id, seq, data) VALUES (?, ?, ?, ?)`},
 			entry{&s.ws.dropTurnCheckpoint, s.w, `DELETE FROM checkpoints WHERE chat_uri = ? AND turn_id = ?`},
 			entry{&s.ws.dropTurnTexts, s.w, `DELETE FROM checkpoint_texts WHERE chat_uri = ? AND turn_id = ?`},
 			// A checkpoint that lost the race with its turn's completion, or
@@ -635,7 +639,10 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 				return err
 			}
 		}
-		_, err := tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(c.Turn.Data))
+		first, chunks, err := s.putTurnChunks(ctx, tx, c.ChatURI, c.Turn)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, s.ws.insertTurn).ExecContext(ctx, c.ChatURI, c.Turn.ID, toNS(c.Turn.EndedAt), notNullBytes(first), chunks)
+		}
 		if sqliteCode(err) == sqliteConstraintFK {
 			return fmt.Errorf("chat %s: %w", c.ChatURI, ErrNotFound)
 		}
@@ -651,6 +658,139 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 	if err != nil {
 		return fmt.Errorf("storing turn %s of chat %s: %w", c.Turn.ID, c.ChatURI, err)
 	}
+	return nil
+}
+
+// turnChunk is the most of a completed turn's data written as one value: a
+// long turn is written in chunks of this size (schemaV3), so that SQLite's
+// copies of what it writes stay this small.
+const turnChunk = 1 << 20
+
+// putTurnChunks replaces the stored chunks of a turn's data after its
+// first turnChunk bytes, which it returns for the turn's row, with the
+// number of chunks written. Data given by t.Encode is written chunk by
+// chunk as it comes.
+func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, t Turn) (first []byte, chunks int, err error) {
+	if _, err := tx.StmtContext(ctx, s.ws.dropTurnChunks).ExecContext(ctx, chatURI, t.ID); err != nil {
+		return nil, 0, err
+	}
+	put := tx.StmtContext(ctx, s.ws.putTurnChunk)
+	w := &chunkWriter{put: func(seq int, b []byte) error {
+		if _, err := put.ExecContext(ctx, chatURI, t.ID, seq, b); err != nil {
+			return fmt.Errorf("chunk %d of the data: %w", seq, err)
+		}
+		return nil
+	}}
+	if t.Encode == nil {
+		w.copyFirst = false
+		_, err = w.Write(t.Data)
+	} else {
+		w.copyFirst = true
+		err = t.Encode(w)
+	}
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return w.first, w.n, nil
+}
+
+// chunkWriter cuts a turn's data as it is written: its first turnChunk
+// bytes are kept for the turn's row, and each turnChunk bytes after them
+// go to a row of turn_chunks as soon as they are there.
+type chunkWriter struct {
+	put func(seq int, b []byte) error
+	// copyFirst: the bytes written may be reused by the writer once Write
+	// returns, so the first chunk is a copy. Without it (Data, held by
+	// the caller until the write ends), it is a slice of the first Write.
+	copyFirst bool
+	first     []byte
+	buf       []byte // the chunk being filled
+	n         int    // chunks written
+	err       error  // the first failed put: nothing is written after it
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	size := len(p)
+	if len(w.first) < turnChunk {
+		k := min(len(p), turnChunk-len(w.first))
+		if w.first == nil && !w.copyFirst {
+			w.first = p[:k:k]
+		} else {
+			w.first = append(w.first, p[:k]...)
+		}
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		if len(w.buf) == 0 && len(p) >= turnChunk && !w.copyFirst {
+			// A whole chunk of Data: written from where it is.
+			if w.err = w.putChunk(p[:turnChunk]); w.err != nil {
+				return 0, w.err
+			}
+			p = p[turnChunk:]
+			continue
+		}
+		if w.buf == nil {
+			w.buf = make([]byte, 0, turnChunk)
+		}
+		k := min(len(p), turnChunk-len(w.buf))
+		w.buf, p = append(w.buf, p[:k]...), p[k:]
+		if len(w.buf) == turnChunk {
+			if w.err = w.flush(); w.err != nil {
+				return 0, w.err
+			}
+		}
+	}
+	return size, nil
+}
+
+// flush writes the chunk being filled, if any.
+func (w *chunkWriter) flush() error {
+	if w.err != nil || len(w.buf) == 0 {
+		return w.err
+	}
+	if err := w.putChunk(w.buf); err != nil {
+		return err
+	}
+	w.buf = w.buf[:0] // SQLite copied it when it was bound
+	return nil
+}
+
+func (w *chunkWriter) putChunk(b []byte) error {
+	w.n++
+	return w.put(w.n, b)
+}
+
+// readTurnChunks appends the stored chunks of a turn's data to its first.
+func (s *SQLite) readTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, t *Turn, chunks int) error {
+	rows, err := tx.StmtContext(ctx, s.rs.turnChunks).QueryContext(ctx, chatURI, t.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	data := make([]byte, len(t.Data), len(t.Data)+chunks*turnChunk)
+	copy(data, t.Data)
+	n := 0
+	for rows.Next() {
+		var b sql.RawBytes
+		if err := rows.Scan(&b); err != nil {
+			return err
+		}
+		data = append(data, b...)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != chunks {
+		return fmt.Errorf("turn %s has %d chunks of data stored, its row says %d", t.ID, n, chunks)
+	}
+	t.Data = data
 	return nil
 }
 
@@ -894,23 +1034,36 @@ func (s *SQLite) Turns(ctx context.Context, chatURI string, q TurnQuery) (TurnPa
 		}
 		defer rows.Close()
 		var idxs []int64
+		chunked := map[int]int{} // index in page.Turns → chunks after its first
 		for rows.Next() {
 			var t Turn
 			var idx, ended int64
 			var data []byte
-			if err := rows.Scan(&idx, &t.ID, &ended, &data); err != nil {
+			var chunks int
+			if err := rows.Scan(&idx, &t.ID, &ended, &data, &chunks); err != nil {
 				return err
 			}
 			t.EndedAt, t.Data = fromNS(ended), data
+			if chunks > 0 {
+				chunked[len(page.Turns)] = chunks
+			}
 			page.Turns = append(page.Turns, t)
 			idxs = append(idxs, idx)
 		}
-		if err := rows.Err(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
 		if q.Limit > 0 && len(page.Turns) > q.Limit {
 			page.Turns, idxs = page.Turns[:q.Limit], idxs[:q.Limit]
 			page.NextCursor = encodeTurnCursor(idxs[len(idxs)-1])
+		}
+		for i, chunks := range chunked {
+			if i >= len(page.Turns) {
+				continue // the look-ahead turn, only counted
+			}
+			if err := s.readTurnChunks(ctx, tx, chatURI, &page.Turns[i], chunks); err != nil {
+				return err
+			}
 		}
 		// Fetched newest first; pages are served oldest first.
 		for i, j := 0, len(page.Turns)-1; i < j; i, j = i+1, j-1 {
@@ -1019,10 +1172,10 @@ func (s *SQLite) Close() error {
 func (s *SQLite) closeDBs() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{
-		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore,
+		s.rs.listFirst, s.rs.listAfter, s.rs.session, s.rs.chats, s.rs.turnIdx, s.rs.turnsBefore, s.rs.turnChunks,
 		s.rs.chatExists, s.rs.checkpoint, s.rs.checkpointTexts, s.rs.seq,
-		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnCheckpoint, s.ws.dropTurnTexts,
-		s.ws.putCheckpoint, s.ws.dropChatTexts, s.ws.cutText, s.ws.putText, s.ws.deleteSession, s.ws.raiseSeq,
+		s.ws.upsertSession, s.ws.upsertChat, s.ws.insertTurn, s.ws.dropTurnChunks, s.ws.putTurnChunk,
+		s.ws.dropTurnCheckpoint, s.ws.dropTurnTexts, s.ws.putCheckpoint, s.ws.dropChatTexts, s.ws.cutText, s.ws.putText, s.ws.deleteSession, s.ws.raiseSeq,
 	} {
 		if st != nil {
 			errs = append(errs, st.Close())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -105,8 +106,15 @@ type Chat struct {
 // (message, parts, tool calls, usage, timing); the store keeps its bytes
 // exactly and does not parse them, but Export expects valid JSON.
 type Turn struct {
-	ID      string
-	Data    json.RawMessage
+	ID   string
+	Data json.RawMessage
+	// Encode, if not nil, writes the turn's data in place of Data, for
+	// AppendTurn: the store writes it in chunks as it comes, so that a long
+	// turn is never held whole, by the caller or by SQLite. It is called
+	// once, within the write's transaction, and must write the same bytes
+	// every time it is called (a write may be retried); its error fails the
+	// write. The store does not retain what is passed to w.
+	Encode  func(w io.Writer) error
 	EndedAt time.Time
 }
 
@@ -155,13 +163,17 @@ type CheckpointText struct {
 	// writing a piece again is harmless. A piece whose Offset is beyond the
 	// string's end cannot be placed and is ignored.
 	Offset int
-	// Text is UTF-8 text, cut on a rune boundary.
+	// Text is the string's bytes from Offset on: UTF-8 text, which the
+	// store joins with the pieces of the same string that follow it
+	// before anything decodes it, so a piece may cut a rune in two.
 	Text string
 }
 
-// TurnSnapshot is an active turn as PutFunc's snapshot gives it: Data as in
-// Checkpoint, and for each string named by Texts its whole current content
-// (Offset 0). The Checkpointer works out what is new since the last write.
+// TurnSnapshot is an active turn as a snapshot function gives it: Data as in
+// Checkpoint, and for each string named by Texts its current content from
+// Offset on, in one or more consecutive pieces: from 0, or from where the
+// snapshot function was asked to start it (SnapshotFunc). The Checkpointer works out what is new
+// since the last write.
 type TurnSnapshot struct {
 	Data  json.RawMessage
 	Texts []CheckpointText

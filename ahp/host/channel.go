@@ -142,7 +142,7 @@ type chatData struct {
 	// oldest turns are only in the store (restore.go).
 	created        int64
 	unstored       int
-	snapshot       func() (store.TurnSnapshot, error)
+	snapshot       store.SnapshotFunc
 	agentSessionID string
 	olderInStore   bool
 	// turnBytes is the encoded size of the active turn's actions so far,

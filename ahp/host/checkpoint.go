@@ -1,10 +1,14 @@
 package host
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -61,12 +65,82 @@ func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) {
 	b = appendJSONString(b, t.ID)
 	b = append(b, `,"startedAt":`...)
 	b = appendJSONString(b, t.StartedAt)
-	b, err := appendTurnBody(b, &snap.Texts, &t.Message, t.ResponseParts, t.Usage)
+	b, err := appendTurnBody(b, func(b []byte, i int, content string) []byte {
+		snap.Texts = append(snap.Texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
+		return append(b, `""`...)
+	}, &t.Message, t.ResponseParts, t.Usage)
 	if err != nil {
 		return store.TurnSnapshot{}, err
 	}
 	snap.Data = append(b, '}')
 	return snap, nil
+}
+
+// partText is a text part's content from an offset on, as the pieces the
+// lazy reducer keeps it in (reducer.Streaming.TextFrom).
+type partText struct {
+	pointer string
+	offset  int
+	pieces  []string
+}
+
+// readTurnTexts reads the content of each markdown and reasoning part of the
+// active turn t from the offset from asks for (from 0 for a text it does not
+// name, or one shorter than that), without syncing the lazy reducer: a
+// checkpoint then costs what the texts gained, where syncing would join a
+// long text into one string at every checkpoint (docs/performance.md).
+// Called with the channel's mutex held; the pieces may be read after it is
+// released, since they never change.
+func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[string]int) []partText {
+	var texts []partText
+	for i, p := range t.ResponseParts {
+		var content *string
+		switch v := p.Value.(type) {
+		case *wire.MarkdownResponsePart:
+			content = &v.Content
+		case *wire.ReasoningResponsePart:
+			content = &v.Content
+		default:
+			continue
+		}
+		ptr := textPointer(i)
+		at := from[ptr]
+		pieces, n := stream.TextFrom(content, at)
+		if at > n {
+			at = 0 // not the text written: the checkpointer writes it whole
+			pieces, _ = stream.TextFrom(content, 0)
+		}
+		texts = append(texts, partText{pointer: ptr, offset: at, pieces: pieces})
+	}
+	return texts
+}
+
+// checkpointPiece bounds the pieces a checkpoint hands the store: SQLite
+// copies each value it writes, twice, so a text synced mid-turn into one
+// long string (a subscriber arrived) is passed in slices of it.
+const checkpointPiece = 64 << 10
+
+// checkpointTexts turns the texts read by readTurnTexts into the pieces of a
+// snapshot, without copying them: views of the lazy reducer's pieces, none
+// longer than checkpointPiece, cut anywhere (the store joins a string's
+// pieces before anything decodes it). A text with nothing from its offset
+// is one empty piece.
+func checkpointTexts(texts []partText) []store.CheckpointText {
+	var out []store.CheckpointText
+	for _, x := range texts {
+		off, n := x.offset, len(out)
+		for _, p := range x.pieces {
+			for p != "" {
+				k := min(len(p), checkpointPiece)
+				out = append(out, store.CheckpointText{Pointer: x.pointer, Offset: off, Text: p[:k]})
+				off, p = off+k, p[k:]
+			}
+		}
+		if len(out) == n {
+			out = append(out, store.CheckpointText{Pointer: x.pointer, Offset: off})
+		}
+	}
+	return out
 }
 
 // placeTexts puts the texts a checkpoint appended back into the turn
@@ -104,8 +178,10 @@ func placeTexts(t *wire.ActiveTurn, texts []store.CheckpointText) (misplaced int
 // encodeTurn returns a completed turn as JSON, as json.Marshal would but
 // writing its texts directly (encoding/json would escape a long text, then
 // scan it again to compact the part's encoding, then once more for the
-// turn's).
-func encodeTurn(t *wire.Turn) ([]byte, error) {
+// turn's). A long text is left to be escaped while the turn is written
+// (turnEncoding), so that the turn is never a second copy of it.
+func encodeTurn(t *wire.Turn) (*turnEncoding, error) {
+	e := &turnEncoding{}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, t.ID)
@@ -117,19 +193,98 @@ func encodeTurn(t *wire.Turn) ([]byte, error) {
 		b = append(b, `,"duration":`...)
 		b = strconv.AppendInt(b, *t.Duration, 10)
 	}
-	b, err := appendTurnBody(b, nil, &t.Message, t.ResponseParts, t.Usage)
+	b, err := appendTurnBody(b, e.text, &t.Message, t.ResponseParts, t.Usage)
 	if err != nil {
 		return nil, err
 	}
 	b = append(b, `,"state":`...)
 	b = appendJSONString(b, string(t.State))
-	return append(b, '}'), nil
+	e.heads = append(e.heads, append(b, '}'))
+	return e, nil
+}
+
+// longText is the length from which a completed turn's text is escaped as
+// the turn is written rather than when it is encoded.
+const longText = 64 << 10
+
+// textSlice is how much of a long text is escaped at a time as it is
+// written: the writer's buffer is about this size.
+const textSlice = 32 << 10
+
+// turnEncoding is a completed turn's JSON in segments: heads[0], texts[0]
+// escaped, heads[1], and so on, heads having one more element than texts.
+// The store writes it in chunks (store.Turn.Encode): the 51 MB answer of a
+// long response, already held once as the state's string, is then escaped
+// a slice at a time into a small buffer instead of into one more 51 MB
+// array at the turn's end, when the response's peak memory is reached
+// (docs/performance.md, issue 17).
+type turnEncoding struct {
+	heads [][]byte
+	texts []string
+}
+
+// text is appendTurnBody's way of writing a text part's content: inline
+// when short, else as a segment of its own.
+func (e *turnEncoding) text(b []byte, _ int, content string) []byte {
+	if len(content) < longText {
+		return appendJSONString(b, content)
+	}
+	e.heads = append(e.heads, append(b, '"'))
+	e.texts = append(e.texts, content)
+	return append(make([]byte, 0, 256), '"')
+}
+
+// writeTo writes the turn's JSON to w, a slice of each long text at a time
+// through one buffer that it reuses: w must not keep what it is given.
+func (e *turnEncoding) writeTo(w io.Writer) error {
+	var buf []byte
+	if len(e.texts) > 0 {
+		buf = make([]byte, 0, textSlice+textSlice/8) // a slice and a few escapes
+	}
+	for i, h := range e.heads {
+		if _, err := w.Write(h); err != nil {
+			return err
+		}
+		if i == len(e.texts) {
+			break
+		}
+		for s := e.texts[i]; s != ""; {
+			k := textCut(s, textSlice)
+			buf = appendJSONStringBody(buf[:0], s[:k])
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			s = s[k:]
+		}
+	}
+	return nil
+}
+
+// bytes is the turn's JSON in one array.
+func (e *turnEncoding) bytes() []byte {
+	var b bytes.Buffer
+	_ = e.writeTo(&b) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// textCut is where to cut s to at most n bytes: before a byte that starts a
+// rune, so that the pieces escape as the whole does (appendJSONStringBody).
+func textCut(s string, n int) int {
+	if len(s) <= n {
+		return len(s)
+	}
+	for k := n; k > 0; k-- {
+		if utf8.RuneStart(s[k]) {
+			return k
+		}
+	}
+	return n // n bytes that continue a rune: each escapes alone anyway
 }
 
 // appendTurnBody appends the message, parts and usage members of a turn
-// (active or completed). When texts is not nil the text parts' content is
-// written empty and added to texts instead (turnSnapshot).
-func appendTurnBody(b []byte, texts *[]store.CheckpointText, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
+// (active or completed). text writes the content of text part i (it may
+// write it elsewhere, or leave it out; turnSnapshot, turnEncoding.text).
+func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
 	m, err := json.Marshal(msg)
 	if err != nil {
 		return nil, err
@@ -161,12 +316,7 @@ func appendTurnBody(b []byte, texts *[]store.CheckpointText, msg *wire.Message, 
 		b = append(b, `,"id":`...)
 		b = appendJSONString(b, id)
 		b = append(b, `,"content":`...)
-		if texts != nil {
-			b = append(b, `""`...)
-			*texts = append(*texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
-		} else {
-			b = appendJSONString(b, content)
-		}
+		b = text(b, i, content)
 		b = append(b, '}')
 	}
 	b = append(b, ']')

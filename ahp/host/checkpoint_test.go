@@ -2,13 +2,17 @@ package host
 
 import (
 	"encoding/json"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -32,13 +36,13 @@ func TestTurnEncodingIsJSONMarshal(t *testing.T) {
 		require.NoError(t, err)
 		got, err := encodeTurn(&turn)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got), "completed turn with %q", text)
+		assert.Equal(t, string(want), string(got.bytes()), "completed turn with %q", text)
 
 		bare := wire.Turn{ID: "x", Message: userMsg(""), ResponseParts: []wire.ResponsePart{}, State: wire.TurnStateComplete}
 		want, _ = json.Marshal(&bare)
 		got, err = encodeTurn(&bare)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got))
+		assert.Equal(t, string(want), string(got.bytes()))
 
 		active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg(text), ResponseParts: turn.ResponseParts}
 		want, _ = json.Marshal(&active)
@@ -111,4 +115,141 @@ func TestCheckpointGrowth(t *testing.T) {
 		turn += 64
 	}
 	assert.InDelta(t, float64(1<<20)/2, float64(turn-(1<<20)), float64(1<<20)/8)
+}
+
+// joinPieces joins a snapshot's consecutive pieces of each string, failing
+// unless each follows the previous one and none is longer than
+// checkpointPiece.
+func joinPieces(t *testing.T, pieces []store.CheckpointText) []store.CheckpointText {
+	t.Helper()
+	var out []store.CheckpointText
+	for _, p := range pieces {
+		require.LessOrEqual(t, len(p.Text), checkpointPiece)
+		if n := len(out); n > 0 && out[n-1].Pointer == p.Pointer {
+			require.Equal(t, out[n-1].Offset+len(out[n-1].Text), p.Offset, "a piece of %s does not follow the previous one", p.Pointer)
+			out[n-1].Text += p.Text
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestReadTurnTexts: a checkpoint reads each text part of the active turn
+// from where the checkpointer asks, from the lazy reducer's pieces; whole
+// when it does not ask, or asks beyond the text (a text replaced by a
+// shorter one).
+func TestReadTurnTexts(t *testing.T) {
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	stream := reducer.Streaming{Lazy: true}
+	apply := func(a any) { stream.Chat(s, wire.Action(a), func() int64 { return 1 }) }
+	apply(&wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("q")})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "r", Content: "think:"})})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.ToolCallResponsePart{ToolCall: wire.ToolCallState{Value: &wire.ToolCallRunningState{
+		Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read"}}})})
+	apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})})
+	answer, thought := "", "think:"
+	for i := range 40 {
+		d := strings.Repeat(string(rune('a'+i%26)), 5000) + "é🙂"
+		apply(&wire.ChatDeltaAction{TurnID: "t", PartID: "m", Content: d})
+		apply(&wire.ChatReasoningAction{TurnID: "t", PartID: "r", Content: "x"})
+		answer, thought = answer+d, thought+"x"
+	}
+	stream.Sync() // as a subscriber's snapshot would: the text so far in one string, then pieces
+	for i := range 20 {
+		d := strings.Repeat("s", 7000) + strconv.Itoa(i)
+		apply(&wire.ChatDeltaAction{TurnID: "t", PartID: "m", Content: d})
+		answer += d
+	}
+	const r, m = "/responseParts/0/content", "/responseParts/2/content"
+	cases := []struct {
+		name      string
+		from      map[string]int
+		wantFromR int
+		wantFromM int
+	}{
+		{name: "nothing written", from: nil},
+		{name: "from offsets", from: map[string]int{r: 3, m: 150000}, wantFromR: 3, wantFromM: 150000},
+		{name: "at the ends", from: map[string]int{r: len(thought), m: len(answer)}, wantFromR: len(thought), wantFromM: len(answer)},
+		{name: "beyond a text", from: map[string]int{r: 2, m: len(answer) + 1}, wantFromR: 2},
+		{name: "one text asked", from: map[string]int{m: 70000}, wantFromM: 70000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pieces := checkpointTexts(readTurnTexts(&stream, s.ActiveTurn, tc.from))
+			assert.Equal(t, []store.CheckpointText{
+				{Pointer: r, Offset: tc.wantFromR, Text: thought[tc.wantFromR:]},
+				{Pointer: m, Offset: tc.wantFromM, Text: answer[tc.wantFromM:]},
+			}, joinPieces(t, pieces))
+			assert.Less(t, len(s.ActiveTurn.ResponseParts[2].Value.(*wire.MarkdownResponsePart).Content), len(answer), "the text was synced")
+		})
+	}
+}
+
+// A completed turn's long texts are escaped as the turn is written, a slice
+// at a time, to the same bytes as json.Marshal gives, whatever falls on the
+// slices' edges (multi-byte runes, escapes, invalid UTF-8).
+func TestTurnEncodingOfLongTexts(t *testing.T) {
+	var all strings.Builder
+	for _, x := range trickyTexts {
+		all.WriteString(x)
+	}
+	unit := all.String()
+	cases := []struct {
+		name string
+		text string
+	}{
+		{"just short", strings.Repeat("x", longText-1)},
+		{"just long", strings.Repeat("x", longText)},
+		{"tricky, repeated", strings.Repeat(unit, 2*longText/len(unit)+3)},
+		{"tricky, shifted by one", "a" + strings.Repeat(unit, 3*longText/len(unit))},
+		{"runes on the slice edge", strings.Repeat("x", textSlice-1) + strings.Repeat("🙂", longText)},
+		{"continuation bytes only", strings.Repeat("\x80", 3*textSlice)},
+		{"escapes only", strings.Repeat("<\n\"", longText)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
+				wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: tc.text}),
+				wire.NewResponsePart(&wire.ToolCallResponsePart{Kind: wire.ResponsePartKindToolCall, ToolCall: wire.ToolCallState{Value: &wire.ToolCallRunningState{
+					Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read"}}}),
+				wire.NewResponsePart(&wire.ReasoningResponsePart{Kind: wire.ResponsePartKindReasoning, ID: "r", Content: "b" + tc.text}),
+			}}
+			want, err := json.Marshal(&turn)
+			require.NoError(t, err)
+			got, err := encodeTurn(&turn)
+			require.NoError(t, err)
+			assert.True(t, string(want) == string(got.bytes()), "the encoding differs from json.Marshal's")
+			assert.Equal(t, len(tc.text) >= longText, len(got.texts) == 2, "long texts left to be escaped as written")
+		})
+	}
+}
+
+// Writing a completed turn with a long text allocates a buffer of about
+// textSlice, never a copy of the text.
+func TestTurnEncodingWritesInSlices(t *testing.T) {
+	if testenv.Race {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	text := strings.Repeat(strings.Repeat("a", 63)+"\n", 1<<16) // 4 MiB, a newline every line
+	turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
+		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
+	}}
+	e, err := encodeTurn(&turn)
+	require.NoError(t, err)
+	var w countingWriter
+	var m1, m2 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	require.NoError(t, e.writeTo(&w))
+	runtime.ReadMemStats(&m2)
+	assert.Greater(t, w.n, len(text)+1<<16, "the newlines are escaped")
+	assert.Less(t, m2.TotalAlloc-m1.TotalAlloc, uint64(2*textSlice), "writing the turn allocated %d bytes", m2.TotalAlloc-m1.TotalAlloc)
+}
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	return len(p), nil
 }

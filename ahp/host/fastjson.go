@@ -54,7 +54,14 @@ const hexDigits = "0123456789abcdef"
 // U+2028 and U+2029 become \u2028 and \u2029; each byte of invalid UTF-8
 // becomes \ufffd. A test checks it against json.Marshal.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
+	b = appendJSONStringBody(append(b, '"'), s)
+	return append(b, '"')
+}
+
+// appendJSONStringBody is appendJSONString without the quotes. A string cut
+// before a byte that starts a rune (utf8.RuneStart) encodes, piece by
+// piece, to the same bytes as whole.
+func appendJSONStringBody(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -99,6 +106,5 @@ func appendJSONString(b []byte, s string) []byte {
 		i += size
 		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }

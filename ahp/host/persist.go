@@ -425,7 +425,7 @@ func (h *Host) storeTurnsLocked(ch *channel) {
 			cd.unstored++ // it would fail for ever; the next ones still go
 			continue
 		}
-		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Data: data, EndedAt: turnEnd(t, h.opts.Clock())}}
+		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Encode: data.writeTo, EndedAt: turnEnd(t, h.opts.Clock())}}
 		var blob []byte
 		if cd.unstored == len(cd.st.Turns)-1 {
 			// The last one carries the rows the turn changed.
@@ -578,25 +578,29 @@ func onlyTurnGone(err error) bool {
 }
 
 // activeTurnSnapshot returns the checkpointer's snapshot function for the
-// active turn turnID of chat ch: it copies the turn under the session's
-// lock (a copy of its parts, whose texts are immutable strings, so O(parts)
-// and no encoding) and encodes the copy after releasing it, on the
-// checkpointer's goroutine (checkpoint.go: what is encoded, and what the
-// checkpointer makes of it).
-func (h *Host) activeTurnSnapshot(ch *channel, turnID string) func() (store.TurnSnapshot, error) {
-	return func() (store.TurnSnapshot, error) {
+// active turn turnID of chat ch: under the session's lock it copies the turn
+// (a copy of its parts, whose texts are immutable strings, so O(parts) and
+// no encoding) and takes its texts from where the checkpointer needs them,
+// as the pieces the lazy reducer keeps them in, without syncing them
+// (readTurnTexts); it encodes the copy after releasing it, on the
+// checkpointer's goroutine, and hands the store those pieces as they are
+// (checkpoint.go: what is encoded, and what the checkpointer makes of it).
+func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc {
+	return func(from map[string]int) (store.TurnSnapshot, error) {
 		ch.mu.Lock()
-		t := ch.chat.synced().ActiveTurn
+		t := ch.chat.st.ActiveTurn // its texts are read below, not synced
 		if ch.removed || t == nil || t.ID != turnID {
 			ch.mu.Unlock()
 			return store.TurnSnapshot{}, errTurnGone
 		}
 		cp := copyActiveTurn(t)
+		texts := readTurnTexts(&ch.chat.stream, t, from)
 		ch.mu.Unlock()
 		snap, err := turnSnapshot(cp)
 		if err != nil {
 			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
+		snap.Texts = checkpointTexts(texts)
 		return snap, nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -601,6 +603,26 @@ func TestStoreRestoredChatsAndAgentSessionIDs(t *testing.T) {
 // its other parts (tool calls, a notification) as they were, and the bytes
 // written over its checkpoints stay linear in its length.
 func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
+	cases := []struct {
+		name   string
+		rounds int
+		chunk  int // bytes of ASCII filler per delta, after a mixed-script prefix
+		every  int // rounds per checkpoint
+	}{
+		{name: "small deltas, a checkpoint each", rounds: 40, chunk: 1000, every: 1},
+		// Deltas across the lazy text's 64 KiB pieces, several per
+		// checkpoint: a checkpoint reads the text from inside a piece.
+		{name: "large deltas across pieces", rounds: 24, chunk: 23 << 10, every: 3},
+		{name: "one checkpoint at the end", rounds: 9, chunk: 50 << 10, every: 9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			testManyCheckpointsRestore(t, tc.rounds, tc.chunk, tc.every)
+		})
+	}
+}
+
+func testManyCheckpointsRestore(t *testing.T, rounds, chunkSize, every int) {
 	path := stateFile(t)
 	hs, st := storedHarness(t, path, Options{})
 	c := hs.dial(t, "c")
@@ -615,9 +637,8 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 	)
 	var answer, reasoning strings.Builder
 	reasoning.WriteString("think:")
-	const rounds = 40
 	for i := range rounds {
-		chunk := fmt.Sprintf("chunk %d é日本語🙂 \"quoted\" <b>\n", i) + strings.Repeat("x", 1000)
+		chunk := fmt.Sprintf("chunk %d é日本語🙂 \"quoted\" <b>\n", i) + strings.Repeat("x", chunkSize)
 		answer.WriteString(chunk)
 		actions := []wire.StateAction{
 			wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: chunk}),
@@ -634,11 +655,21 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 		for _, a := range actions {
 			hs.dispatch(t, s.chat, a.Value)
 		}
-		require.NoError(t, hs.h.ds.cp.Flush(ctx))
+		if (i+1)%every == 0 {
+			require.NoError(t, hs.h.ds.cp.Flush(ctx))
+		}
 	}
 	stats := hs.h.ds.cp.Stats()
-	require.GreaterOrEqual(t, stats.Flushes, uint64(rounds), "one checkpoint per round at least")
+	require.GreaterOrEqual(t, stats.Flushes, uint64(rounds/every), "one checkpoint per flush at least")
 	assert.Less(t, stats.Bytes, uint64(2*answer.Len()), "each checkpoint wrote what was new, not the whole turn again")
+	// The checkpoints read the text from the lazy reducer's pieces: the
+	// answer's part in the state was not synced by them (the deltas
+	// since the last other action are still only in the pieces).
+	ch := hs.h.lookup(s.chat)
+	ch.mu.Lock()
+	unsynced := turnText(ch.chat.st.ActiveTurn.ResponseParts)
+	ch.mu.Unlock()
+	assert.Less(t, len(unsynced), answer.Len(), "a checkpoint synced the streaming text")
 	live := hs.readChat(t, s.chat).ActiveTurn
 	require.NotNil(t, live)
 	require.Equal(t, answer.String(), turnText(live.ResponseParts))
@@ -682,39 +713,135 @@ func TestStoreManyCheckpointsRestoreTheWholeTurn(t *testing.T) {
 			t.Fatalf("unexpected part %d: %T", i, v)
 		}
 	}
-	assert.Equal(t, []string{"tc5", "tc15", "tc25", "tc35"}, tools)
+	var wantTools []string
+	for i := 5; i < rounds; i += 10 {
+		wantTools = append(wantTools, "tc"+strconv.Itoa(i))
+	}
+	assert.Equal(t, wantTools, tools)
 	require.IsType(t, &wire.SystemNotificationResponsePart{}, cut.ResponseParts[len(cut.ResponseParts)-1].Value)
 }
 
 // TestStoreWholeCheckpointStillRestores: a checkpoint written whole, the
 // only kind before checkpoints became incremental (schema version 1's),
-// restores as it did.
+// restores as it did; so does one whose text was stored in one piece, or in
+// many pieces cut anywhere (a rune included), as a checkpoint hands over the
+// lazy text's pieces.
 func TestStoreWholeCheckpointStillRestores(t *testing.T) {
-	path := stateFile(t)
-	hs, st := storedHarness(t, path, Options{})
-	c := hs.dial(t, "c")
-	c.initialize()
-	s := hs.newSession(c, "old")
-	hs.dispatch(t, s.chat,
-		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
-		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
-		&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: "whole answer"},
-	)
-	live := hs.readChat(t, s.chat).ActiveTurn
-	require.NotNil(t, live)
-	ctx, cancel := waitCtx(t)
-	defer cancel()
-	hs.h.ds.cp.Forget(s.chat) // only the old kind of checkpoint is stored
-	data, err := json.Marshal(live)
-	require.NoError(t, err)
-	require.NoError(t, st.PutCheckpoints(ctx, []store.Checkpoint{{ChatURI: s.chat, TurnID: "t1", Data: data, Replace: true, Updated: time.Now()}}))
-	c.close()
+	answer := "whole answer é日本語🙂 " + strings.Repeat("<x>\n", 50)
+	const ptr = "/responseParts/0/content"
+	cases := []struct {
+		name   string
+		pieces []int // lengths of the stored pieces of the text; nil: the text inside the data
+	}{
+		{name: "whole data"},
+		{name: "one piece", pieces: []int{len(answer)}},
+		{name: "pieces cut in runes", pieces: []int{15, 1, 1, 5, 7, 3}},
+		{name: "one byte at a time", pieces: slices.Repeat([]int{1}, len(answer))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := stateFile(t)
+			hs, st := storedHarness(t, path, Options{})
+			c := hs.dial(t, "c")
+			c.initialize()
+			s := hs.newSession(c, "old")
+			hs.dispatch(t, s.chat,
+				&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+				&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: answer},
+			)
+			live := hs.readChat(t, s.chat).ActiveTurn
+			require.NotNil(t, live)
+			ctx, cancel := waitCtx(t)
+			defer cancel()
+			hs.h.ds.cp.Forget(s.chat) // only the checkpoint written here is stored
+			cp := store.Checkpoint{ChatURI: s.chat, TurnID: "t1", Replace: true, Updated: time.Now()}
+			if tc.pieces == nil {
+				data, err := json.Marshal(live)
+				require.NoError(t, err)
+				cp.Data = data
+			} else {
+				snap, err := turnSnapshot(live)
+				require.NoError(t, err)
+				cp.Data = snap.Data
+				off := 0
+				for i, n := range tc.pieces {
+					if i == len(tc.pieces)-1 {
+						n = len(answer) - off // the rest
+					}
+					cp.Texts = append(cp.Texts, store.CheckpointText{Pointer: ptr, Offset: off, Text: answer[off : off+n]})
+					off += n
+				}
+			}
+			require.NoError(t, st.PutCheckpoints(ctx, []store.Checkpoint{cp}))
+			c.close()
 
-	hs, _ = restart(t, hs, st, path, Options{})
-	c = hs.dial(t, "c")
-	c.initialize(s.uri, s.chat)
-	chat := hs.readChat(t, s.chat)
-	require.Len(t, chat.Turns, 1)
-	assert.Equal(t, "whole answer", turnText(chat.Turns[0].ResponseParts))
-	assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
+			hs, _ = restart(t, hs, st, path, Options{})
+			c = hs.dial(t, "c")
+			c.initialize(s.uri, s.chat)
+			chat := hs.readChat(t, s.chat)
+			require.Len(t, chat.Turns, 1)
+			assert.Equal(t, answer, turnText(chat.Turns[0].ResponseParts))
+			assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
+		})
+	}
+}
+
+// TestStoreLongCompletedTurnSurvivesARestart: a completed turn whose texts
+// are long (written in slices as the store writes it in chunks, above
+// longText) or short (inline) comes back after a restart exactly as it was
+// streamed, checkpoints or not.
+func TestStoreLongCompletedTurnSurvivesARestart(t *testing.T) {
+	unit := "line é日本語🙂 \"q\" <b>&\u2028\n" + strings.Repeat("x", 200)
+	// About 2.7 MB of answer: three store chunks; under the race detector,
+	// where each action costs ten times as much, 1.15 MB: still two.
+	long := 12000
+	if testenv.Race {
+		long = 5000
+	}
+	cases := []struct {
+		name        string
+		deltas      int
+		checkpoints bool
+	}{
+		{name: "short", deltas: 3},
+		{name: "long, checkpointed", deltas: long, checkpoints: true},
+		{name: "long, never checkpointed", deltas: 1500},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := stateFile(t)
+			hs, st := storedHarness(t, path, Options{})
+			c := hs.dial(t, "c")
+			c.initialize()
+			s := hs.newSession(c, "long")
+			hs.dispatch(t, s.chat,
+				&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("go")},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.ReasoningResponsePart{ID: "r"})},
+				&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+			)
+			ctx, cancel := waitCtx(t)
+			defer cancel()
+			for i := range tc.deltas {
+				hs.dispatch(t, s.chat, &wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: unit},
+					&wire.ChatReasoningAction{TurnID: "t1", PartID: "r", Content: "r" + strconv.Itoa(i)})
+				if tc.checkpoints && i%2000 == 0 {
+					require.NoError(t, hs.h.ds.cp.Flush(ctx))
+				}
+			}
+			hs.dispatch(t, s.chat, &wire.ChatTurnCompleteAction{TurnID: "t1", Duration: 5})
+			before := hs.readChat(t, s.chat)
+			require.Len(t, before.Turns, 1)
+			require.Equal(t, strings.Repeat(unit, tc.deltas), turnText(before.Turns[0].ResponseParts))
+			c.close()
+
+			hs, _ = restart(t, hs, st, path, Options{})
+			c = hs.dial(t, "c")
+			c.initialize(s.uri, s.chat)
+			after := hs.readChat(t, s.chat)
+			require.Len(t, after.Turns, 1)
+			assert.Equal(t, wire.TurnStateComplete, after.Turns[0].State)
+			assert.True(t, string(mustJSON(t, before.Turns[0])) == string(mustJSON(t, after.Turns[0])), "the turn came back changed")
+		})
+	}
 }

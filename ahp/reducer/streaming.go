@@ -128,6 +128,58 @@ func (st *Streaming) sync(final bool) {
 	}
 }
 
+// TextFrom returns the text of the markdown or reasoning part whose
+// Content is at content, from byte offset from on, as Sync would leave it
+// there, without syncing: a Lazy text is read from its buffer and pieces,
+// any other from *content. pieces are views of the bytes the text is kept
+// in, in order: like the views Sync hands out they never change (the
+// reducer only ever writes past a filled prefix), so they may be read
+// after the caller's lock is released. n is the text's whole length; when
+// from is beyond it, pieces is empty.
+//
+// A reader that wants only what a text gained (a checkpoint) uses this
+// instead of Sync, which would join a long text into one string, and give
+// it room to grow, every time it is read (docs/performance.md).
+func (st *Streaming) TextFrom(content *string, from int) (pieces []string, n int) {
+	r := st.ropeOf(content)
+	if r == nil {
+		n = len(*content)
+		if from < n {
+			pieces = []string{(*content)[max(0, from):]}
+		}
+		return pieces, n
+	}
+	n = len(r.buf) + r.n
+	from = max(0, from)
+	if from >= n {
+		return nil, n
+	}
+	pieces = make([]string, 0, 1+len(r.pieces))
+	if from < len(r.buf) {
+		pieces = append(pieces, unsafe.String(&r.buf[from], len(r.buf)-from))
+	}
+	off := len(r.buf)
+	for _, p := range r.pieces {
+		if end := off + len(p); from < end && len(p) > 0 {
+			k := max(0, from-off)
+			pieces = append(pieces, unsafe.String(&p[k], len(p)-k))
+		}
+		off += len(p)
+	}
+	return pieces, n
+}
+
+// ropeOf returns the rope keeping the text of the part whose Content is at
+// content, if that text is the rope's (not replaced since).
+func (st *Streaming) ropeOf(content *string) *rope {
+	for _, r := range st.ropes {
+		if r.content == content && sameString(*content, r.base) {
+			return r
+		}
+	}
+	return nil
+}
+
 // lazyAppend appends add to the text of the part whose Content is at
 // content, in the key's rope.
 func (st *Streaming) lazyAppend(turn string, key streamingKey, content *string, add string) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -99,6 +100,8 @@ type chatStreamFuzzer struct {
 	turns       int
 	resumed     int        // turns reopened by chat/turnResume
 	views       []chatView // texts handed out by Streaming, with a copy
+	read        []chatView // pieces handed out by TextFrom, with a copy
+	unsynced    int        // texts TextFrom read ahead of their Content
 }
 
 // chatView is a text Streaming handed out, a copy of it, and where it was:
@@ -254,6 +257,9 @@ func TestStreamingMatchesChatRandomized(t *testing.T) {
 			}
 			for i := range steps {
 				z.step()
+				if lazy && i%7 == 0 {
+					z.requireTextFrom(t, i)
+				}
 				if i%50 == 0 {
 					z.st.Sync()
 					requireSameChat(t, z.plain, z.fast, "after step %d", i)
@@ -266,8 +272,149 @@ func TestStreamingMatchesChatRandomized(t *testing.T) {
 			for i, v := range z.views {
 				require.Equal(t, v.copy, v.view, "view %d changed after it was handed out", i)
 			}
+			if lazy {
+				require.NotZero(t, z.unsynced, "TextFrom never read a text ahead of its Content")
+				for i, v := range z.read {
+					require.Equal(t, v.copy, v.view, "piece %d of TextFrom changed after it was handed out", i)
+				}
+			}
 		})
 	}
+}
+
+// requireTextFrom reads every text of the lazy state's active turn with
+// TextFrom, from a random offset, without syncing, and fails unless it is
+// what Chat holds from that offset; it keeps some of the pieces, to check
+// later that they never change.
+func (z *chatStreamFuzzer) requireTextFrom(t *testing.T, step int) {
+	t.Helper()
+	if z.fast.ActiveTurn == nil || z.plain.ActiveTurn == nil {
+		return
+	}
+	fast, plain := z.fast.ActiveTurn.ResponseParts, z.plain.ActiveTurn.ResponseParts
+	require.Len(t, fast, len(plain))
+	for i := range fast {
+		fc, pc := lazyText(fast[i]), lazyText(plain[i])
+		if fc == nil || pc == nil {
+			continue
+		}
+		want := *pc
+		from := z.rng.IntN(len(want) + 3)
+		before := *fc
+		pieces, n := z.st.TextFrom(fc, from)
+		require.Equal(t, len(want), n, "step %d part %d: length", step, i)
+		require.Equal(t, want[min(from, len(want)):], strings.Join(pieces, ""), "step %d part %d: text from %d", step, i, from)
+		require.True(t, sameString(before, *fc), "step %d part %d: TextFrom changed the part's Content", step, i)
+		if *fc != want {
+			z.unsynced++ // the text was read from the pieces, ahead of Content
+		}
+		for _, p := range pieces {
+			require.NotEmpty(t, p, "step %d part %d: an empty piece", step, i)
+			if z.rng.IntN(8) == 0 {
+				z.read = append(z.read, chatView{view: p, copy: strings.Clone(p)})
+			}
+		}
+	}
+}
+
+// lazyText returns where a markdown or reasoning part keeps its text.
+func lazyText(p wire.ResponsePart) *string {
+	switch v := p.Value.(type) {
+	case *wire.MarkdownResponsePart:
+		return &v.Content
+	case *wire.ReasoningResponsePart:
+		return &v.Content
+	}
+	return nil
+}
+
+// TextFrom reads a lazy text from any offset without syncing it: the
+// part's Content stays as it was while the text in pieces grows, across
+// the buffer's room and several pieces.
+func TestStreamingTextFrom(t *testing.T) {
+	chunk := strings.Repeat("0123456789abcdef", 1024) // 16 KiB
+	cases := []struct {
+		name   string
+		start  string // the part's content when it is added
+		synced int    // deltas after which the text is synced once
+		deltas int
+	}{
+		{name: "pieces only", deltas: 9},
+		{name: "from a content", start: "hello ", deltas: 5},
+		{name: "synced, then in its room", synced: 3, deltas: 5},
+		{name: "synced, room and pieces", synced: 2, deltas: 12},
+		{name: "no delta", start: "only this"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+			st := Streaming{Lazy: true}
+			apply := func(a any) { st.Chat(s, wire.Action(a), chatStreamClock) }
+			apply(&wire.ChatTurnStartedAction{TurnID: "t", Message: wire.Message{Text: "go"}})
+			apply(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p", Content: tc.start})})
+			content := &s.ActiveTurn.ResponseParts[0].Value.(*wire.MarkdownResponsePart).Content
+			want := tc.start
+			for i := range tc.deltas {
+				if tc.synced > 0 && i == tc.synced {
+					st.Sync()
+					require.Equal(t, want, *content)
+				}
+				apply(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: chunk})
+				want += chunk
+			}
+			stale := *content
+			for _, from := range []int{0, 1, len(tc.start), len(want) / 3, ropePiece, ropePiece + 1, len(want) - 1, len(want), len(want) + 5} {
+				pieces, n := st.TextFrom(content, from)
+				require.Equal(t, len(want), n)
+				require.Equal(t, want[min(max(from, 0), len(want)):], strings.Join(pieces, ""), "from %d", from)
+			}
+			require.True(t, sameString(stale, *content), "TextFrom synced the text")
+			st.Sync()
+			require.Equal(t, want, *content)
+		})
+	}
+}
+
+// A text that is not the lazy reducer's (never streamed, or replaced) is
+// read from the part's Content.
+func TestStreamingTextFromUnknownText(t *testing.T) {
+	var st Streaming
+	text := "not streamed"
+	pieces, n := st.TextFrom(&text, 4)
+	require.Equal(t, len(text), n)
+	require.Equal(t, []string{"streamed"}, pieces)
+	pieces, n = st.TextFrom(&text, 40)
+	require.Equal(t, len(text), n)
+	require.Empty(t, pieces)
+}
+
+// Reading a long lazy text's tail allocates only the list of its pieces,
+// never the text: it is not joined.
+func TestStreamingTextFromDoesNotJoin(t *testing.T) {
+	if testenv.Race {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	st := Streaming{Lazy: true}
+	st.Chat(s, wire.Action(&wire.ChatTurnStartedAction{TurnID: "t", Message: wire.Message{Text: "go"}}), chatStreamClock)
+	st.Chat(s, wire.Action(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p"})}), chatStreamClock)
+	chunk := strings.Repeat("x", 1<<20)
+	for range 8 {
+		st.Chat(s, wire.Action(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: chunk}), chatStreamClock)
+	}
+	content := &s.ActiveTurn.ResponseParts[0].Value.(*wire.MarkdownResponsePart).Content
+	allocs := testing.AllocsPerRun(10, func() {
+		pieces, _ := st.TextFrom(content, 3<<20)
+		runtime.KeepAlive(pieces)
+	})
+	require.LessOrEqual(t, allocs, 1.0)
+	var m1, m2 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	pieces, _ := st.TextFrom(content, 3<<20)
+	runtime.ReadMemStats(&m2)
+	runtime.KeepAlive(pieces)
+	require.Less(t, m2.TotalAlloc-m1.TotalAlloc, uint64(1<<16), "reading 5 MiB of text allocated %d bytes", m2.TotalAlloc-m1.TotalAlloc)
+	require.Empty(t, *content, "the text was synced")
 }
 
 // chatStreamStart is a turn with a markdown part p1 and a reasoning part r1.
