@@ -535,6 +535,7 @@ func TestStoreFailingWritesKeepServing(t *testing.T) {
 
 	fs.fail.Store(true)
 	richTurn(t, hs, s.chat, "t2")
+	settled(t, hs, s.uri) // the writes are made after the actions return
 	assert.Len(t, hs.readChat(t, s.chat).Turns, 2, "served from memory")
 	var root wire.RootState
 	require.NoError(t, json.Unmarshal(snapshotOf(t, hs, RootURI), &root))
@@ -545,6 +546,7 @@ func TestStoreFailingWritesKeepServing(t *testing.T) {
 
 	fs.fail.Store(false)
 	richTurn(t, hs, s.chat, "t3")
+	settled(t, hs, s.uri)
 	root = wire.RootState{}
 	require.NoError(t, json.Unmarshal(snapshotOf(t, hs, RootURI), &root))
 	assert.NotContains(t, root.Meta, StateWarningMeta, "gone once writes succeed")
