@@ -156,6 +156,11 @@ type chatData struct {
 	// its text deltas left out, for the checkpointer's byte trigger
 	// (checkpoint.go).
 	turnBytes int
+	// rowStored is set once the chat's row is known to be in the store;
+	// until then its turn's checkpoints wait, and deferred is the growth
+	// they would have reported (pipeline.go: handOverDeferredLocked).
+	rowStored bool
+	deferred  int
 }
 
 // synced returns the chat's state with the text its lazy reducer keeps

@@ -33,7 +33,8 @@ import (
 //     since its last checkpoint, off the hot path, at least every 250 ms or
 //     64 KiB (checkpoint.go). Its encoding happens on the Checkpointer's
 //     goroutine from a copy taken under the session's lock, so the lock is
-//     never held across an encoding or I/O.
+//     never held across an encoding or I/O. A new chat's turn waits for the
+//     chat's row to be written (chatData.rowStored).
 //   - disposeSession deletes the session's rows before sessionRemoved is
 //     announced, after the session's held actions went out, off the lock.
 //   - serverSeq is covered by a store.SeqReserve before each broadcast.
@@ -411,6 +412,13 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) (write, 
 			default:
 				ch.chat.turnBytes += size
 				grew = checkpointGrowth(size, ch.chat.turnBytes)
+			}
+			if !ch.chat.rowStored {
+				// The store drops a checkpoint of a chat it does not hold
+				// (and the checkpointer would never write that text
+				// again): handed over once the chat's row is written.
+				ch.chat.deferred += grew
+				return false, false
 			}
 			h.ds.cp.PutFunc(ch.uri, t.ID, grew, ch.chat.snapshot)
 		}

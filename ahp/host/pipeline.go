@@ -29,7 +29,10 @@ import (
 // and the client would apply it twice.
 
 // pipeline is a session group's queue of held actions. Guarded by the
-// group's mutex.
+// group's mutex. It is drained by a goroutine of the host rather than by
+// the caller that queued the write, because every caller holds the mutex
+// across its follow-ups (applyLocked's callers rely on the state not moving
+// under them), so none of them may let it go for a write.
 type pipeline struct {
 	// items are the held actions, in the order they were applied.
 	items []heldAction
@@ -216,10 +219,27 @@ func (h *Host) drainLocked(g *sessionGroup, unlock bool) {
 			p.items = nil
 		}
 	}
+	h.handOverDeferredLocked(g)
 	p.draining = false
 	if p.drained != nil {
 		close(p.drained)
 		p.drained = nil
+	}
+}
+
+// handOverDeferredLocked hands the checkpointer the streaming turns of the
+// group's chats whose checkpoints waited for their chat's row (persistLocked),
+// now that it is written. Called with the group's mutex held.
+func (h *Host) handOverDeferredLocked(g *sessionGroup) {
+	for _, c := range g.chats {
+		cd := c.chat
+		if cd.deferred == 0 || !cd.rowStored {
+			continue
+		}
+		if t := cd.st.ActiveTurn; t != nil && cd.snapshot != nil && !c.removed {
+			h.ds.cp.PutFunc(c.uri, t.ID, cd.deferred, cd.snapshot)
+		}
+		cd.deferred = 0
 	}
 }
 
@@ -231,6 +251,7 @@ type storeBatch struct {
 	session      store.Session
 	blob         []byte // session's Summary, for sessionGroup.storedSummary
 	chats        []store.Chat
+	chans        []*channel // the channels of chats
 	// turns are the completed turns not stored yet, chat by chat.
 	turns []chatTurns
 }
@@ -248,7 +269,7 @@ type chatTurns struct {
 // batchResult is what a batch's write stored.
 type batchResult struct {
 	catalogue bool  // the rows were written (PutSession)
-	rows      bool  // a turn's commit carried the rows
+	rows      []int // the chats (rows in storeBatch.chats) whose row a turn's commit carried
 	stored    []int // per chatTurns: how many of its turns, from the first
 }
 
@@ -273,6 +294,7 @@ func (h *Host) encodeBatchLocked(g *sessionGroup, catalogue bool) *storeBatch {
 			return nil
 		}
 		b.chats = append(b.chats, cr)
+		b.chans = append(b.chans, c)
 		if ct := h.encodeTurnsLocked(c, i); ct != nil {
 			b.turns = append(b.turns, *ct)
 		}
@@ -347,7 +369,9 @@ func (h *Host) writeBatch(b *storeBatch) batchResult {
 				return res
 			}
 			res.stored[i]++
-			res.rows = res.rows || commit.Session != nil
+			if commit.Chat != nil {
+				res.rows = append(res.rows, ct.row)
+			}
 		}
 	}
 	return res
@@ -361,8 +385,14 @@ func (h *Host) writeBatch(b *storeBatch) batchResult {
 func (h *Host) applyBatchLocked(g *sessionGroup, b *storeBatch, res batchResult) {
 	if res.catalogue {
 		g.stored = true
+		for _, c := range b.chans {
+			c.chat.rowStored = true
+		}
 	}
-	if res.catalogue || res.rows {
+	for _, i := range res.rows {
+		b.chans[i].chat.rowStored = true
+	}
+	if res.catalogue || len(res.rows) > 0 {
 		g.storedSummary = summaryJSON(b.blob)
 	}
 	for i, ct := range b.turns {

@@ -471,7 +471,7 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 
 	ch = newChannel(row.URI, chanChat)
 	ch.mu, ch.group = &g.mu, g
-	ch.chat = &chatData{st: st, stream: reducer.Streaming{Lazy: true}, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older}
+	ch.chat = &chatData{st: st, stream: reducer.Streaming{Lazy: true}, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older, rowStored: true}
 	ch.chat.mirrored = chatSummaryOf(st)
 	ch.chat.mirroredAt = now
 	return ch, interrupted, nil

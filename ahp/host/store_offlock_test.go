@@ -511,3 +511,50 @@ func TestStoreCloseFlushesHeldActions(t *testing.T) {
 	}
 	assert.Equal(t, []string{"t1"}, storedTurnIDs(t, st, s.chat))
 }
+
+// TestStoreCheckpointWaitsForItsChatRow: a new chat's turn streams while
+// the write that adds the chat's row is blocked; its checkpoint waits for
+// that write (the store drops a checkpoint of a chat it does not hold,
+// and the checkpointer would then never write that text again), so after
+// a restart the interrupted turn has all of its text.
+func TestStoreCheckpointWaitsForItsChatRow(t *testing.T) {
+	path := stateFile(t)
+	st := openState(t, path)
+	gs := newGatedStore(st)
+	opts := Options{Agents: []wire.AgentInfo{multiChatAgent()}}
+	gopts := opts
+	gopts.Store = gs
+	hs := newHarness(t, gopts)
+	c := hs.dial(t, "c")
+	c.initialize()
+	s := hs.newSession(c, "a")
+	settled(t, hs, s.uri)
+	ctx, cancel := waitCtx(t)
+	defer cancel()
+
+	const side = "ahp-chat:/a-side"
+	gs.close()
+	c.mustCall("createChat", map[string]any{"channel": s.uri, "chat": side}, nil)
+	assert.Equal(t, "session ahp-session:/a", gs.waitEntered(t), "the chat's row")
+	hs.dispatch(t, side,
+		&wire.ChatTurnStartedAction{TurnID: "t1", Message: userMsg("q")},
+		&wire.ChatResponsePartAction{TurnID: "t1", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "m"})},
+		&wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: "first "})
+	require.NoError(t, hs.h.ds.cp.Flush(ctx))
+	gs.open()
+	settled(t, hs, s.uri)
+	hs.dispatch(t, side, &wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: "second"})
+	require.NoError(t, hs.h.ds.cp.Flush(ctx))
+	c.close()
+
+	hs.h.Close()
+	hs.handler.wait()
+	require.NoError(t, st.Close())
+	hs, _ = storedHarness(t, path, opts)
+	c = hs.dial(t, "c")
+	c.initialize(s.uri, side)
+	chat := hs.readChat(t, side)
+	require.Len(t, chat.Turns, 1)
+	assert.Equal(t, wire.TurnStateCancelled, chat.Turns[0].State)
+	assert.Equal(t, "first second", turnText(chat.Turns[0].ResponseParts))
+}

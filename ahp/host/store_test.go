@@ -223,6 +223,7 @@ func TestStoreServerSeqContinues(t *testing.T) {
 	for i := range 30 {
 		richTurn(t, hs, s.chat, "t"+strconv.Itoa(i))
 	}
+	settled(t, hs, s.uri) // the last actions are sequenced once written
 	c.ping()
 	seen := hs.h.Stats().ServerSeq
 	require.Greater(t, seen, int64(100))
