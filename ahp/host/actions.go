@@ -57,15 +57,15 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 		return
 	}
 	if reason := h.complete(c, ch, a); reason != "" {
-		h.reject(c, p.Channel, p.Action, origin, reason)
+		h.rejectLocked(ch, c, p.Channel, p.Action, origin, reason)
 		return
 	}
 	if reason := validateClient(ch, a, raw, origin.ClientID); reason != "" {
-		h.reject(c, p.Channel, p.Action, origin, reason)
+		h.rejectLocked(ch, c, p.Channel, p.Action, origin, reason)
 		return
 	}
 	if _, err := h.applyLocked(ch, a, origin, c); err != nil {
-		h.reject(c, p.Channel, p.Action, origin, err.Error())
+		h.rejectLocked(ch, c, p.Channel, p.Action, origin, err.Error())
 		return
 	}
 	h.handoff(ch, a, *origin)

@@ -298,12 +298,21 @@ func summaryFields(s *wire.SessionSummary) map[string]json.RawMessage {
 // refreshSummaryLocked announces a change of the session's root-catalogue
 // entry to root subscribers (root/sessionSummaryChanged, changed members
 // only). Changes that only move modifiedAt are coalesced to one per
-// second (the spec allows debouncing this notification). Called with the
-// group's mutex held.
+// second (the spec allows debouncing this notification). While the group
+// holds actions for a store write the announcement waits for them
+// (pipeline.go). Called with the group's mutex held.
 func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if g == nil || g.session == nil || g.session.removed {
 		return
 	}
+	if g.pipe.held() {
+		// Announced once the held actions are broadcast: the summary is
+		// derived from the state, so computing it then is as good.
+		g.pipe.summaryDirty = true
+		return
+	}
+	tried := g.pipe.summaryTried
+	g.pipe.summaryTried = false
 	next := summaryOf(g)
 	before, after := summaryFields(&g.summary), summaryFields(&next)
 	changes := map[string]json.RawMessage{}
@@ -328,7 +337,14 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
 		return
 	}
-	h.persistSummaryLocked(g, changes) // durable before it is announced
+	if !tried && h.summaryWriteDueLocked(g, changes) {
+		// Durable before it is announced: the group's drainer writes it,
+		// then comes back here and announces it, written or not (a failed
+		// write is not retried for ever).
+		g.pipe.summaryDirty, g.pipe.summaryTried = true, true
+		h.holdLocked(g, heldAction{}, true, true)
+		return
+	}
 	g.summary = next
 	g.lastSummaryNote = now
 	h.mu.Lock()

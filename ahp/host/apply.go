@@ -10,8 +10,12 @@ import (
 )
 
 // Dispatch submits a server-originated action on channel through the same
-// sequencer as client actions and returns its serverSeq. The envelope
-// carries no origin. It fails for an unknown channel or an action that
+// sequencer as client actions and returns its serverSeq. With a store, an
+// action that must be durable before it is broadcast (or one that follows
+// such an action of the same session) is held until that write is done and
+// broadcast in order then; Dispatch does not wait for it and returns 0
+// (its serverSeq is assigned at the broadcast), so a slow disk never
+// blocks the caller. The envelope carries no origin. It fails for an unknown channel or an action that
 // does not belong to the channel's kind (root/…, session/…, chat/…,
 // terminal/…).
 //
@@ -65,7 +69,8 @@ func checkScope(ch *channel, a wire.StateAction) error {
 }
 
 // applyLocked reduces an (already validated) action into ch's state,
-// sequences and broadcasts it, then runs the follow-ups the action makes
+// sequences and broadcasts it (or holds it behind its session's store
+// write, and returns 0: pipeline.go), then runs the follow-ups the action makes
 // due elsewhere (the chat catalogue, inputNeeded, the root catalogue).
 // Called with ch.mu held.
 func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionOrigin, sender *conn) (int64, error) {
@@ -76,10 +81,13 @@ func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionO
 	if err := h.reduce(ch, a); err != nil {
 		return 0, fmt.Errorf("host: applying %s to %s: %w", a.Type(), ch.uri, err)
 	}
+	var write, catalogue bool
 	if h.ds != nil {
-		h.persistLocked(ch, a, len(actionJSON)) // durable before it is broadcast
+		write, catalogue = h.persistLocked(ch, a, len(actionJSON))
 	}
-	seq := h.commit(ch, actionJSON, origin, sender)
+	// Durable before it is broadcast: held until its write is done
+	// (pipeline.go).
+	seq := h.sequenceLocked(ch, actionJSON, origin, sender, write, catalogue)
 	h.followUp(ch, a)
 	return seq, nil
 }

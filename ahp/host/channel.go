@@ -58,14 +58,18 @@ func (k chanKind) actionPrefix() string {
 }
 
 // channel is one state-bearing channel. Its critical section {validate →
-// reduce → sequence → broadcast} runs under *mu; the host's sequencer lock
+// reduce → sequence → broadcast} runs under *mu (with a store, sequence and
+// broadcast may come later, on the group's drainer, still under *mu); the host's sequencer lock
 // (Host.mu) is only ever taken inside it.
 //
 // A session and its chats share one mutex (their group's): a chat action
 // changes session state too (the chat catalogue, inputNeeded, the root
 // catalogue's aggregate), and one lock makes those follow-ups atomic with
 // the action without a lock order between them. Lock order: a group's or a
-// terminal's mutex, then the root channel's, then Host.mu.
+// terminal's mutex, then the root channel's, then Host.mu. No lock is held
+// across the store's I/O: a group's writes are made by its drainer with the
+// group's mutex released, and the actions that wait for them are held in
+// the group's pipeline, in order (pipeline.go).
 type channel struct {
 	uri  string
 	kind chanKind
@@ -115,6 +119,9 @@ type sessionGroup struct {
 	stored        bool
 	storedSummary []byte
 	detached      bool
+	// pipe holds the actions waiting for a store write, in order
+	// (pipeline.go).
+	pipe pipeline
 }
 
 // chatData is a chat channel's state and the host's bookkeeping about it.
@@ -149,6 +156,11 @@ type chatData struct {
 	// its text deltas left out, for the checkpointer's byte trigger
 	// (checkpoint.go).
 	turnBytes int
+	// rowStored is set once the chat's row is known to be in the store;
+	// until then its turn's checkpoints wait, and deferred is the growth
+	// they would have reported (pipeline.go: handOverDeferredLocked).
+	rowStored bool
+	deferred  int
 }
 
 // synced returns the chat's state with the text its lazy reducer keeps

@@ -65,6 +65,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	h.closeTakenOver(old, p.ClientID)
 	c.log.Debug().Str("client", p.ClientID).Str("version", offer.String()).Str("dialect", v.String()).Msg("client initialized")
 
+	h.awaitHeld(p.InitialSubscriptions...)
 	c.hold()
 	snaps := h.subscribeAll(c, p.InitialSubscriptions)
 	h.mu.Lock()
@@ -244,6 +245,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 	}
 	h.mu.Unlock()
 	h.ops.snapshots.Add(1)
+	h.awaitHeld(p.Subscriptions...)
 	c.hold()
 	snaps := h.subscribeAll(c, p.Subscriptions)
 	res := struct {

@@ -20,25 +20,30 @@ import (
 //     config, working directories, read and archived flags, a chat added or
 //     removed, a turn started, and any change of the root-catalogue summary
 //     beyond its activity and modification time) rewrites the session's row
-//     and its chats' rows, synchronously under the session's lock, before
-//     the action is broadcast.
+//     and its chats' rows before the action is broadcast.
 //   - A completed turn (turnComplete, turnCancelled, error) is appended with
 //     those rows in one transaction, also before the action is broadcast.
+//   - Both are written through the session's commit pipeline
+//     (pipeline.go): encoded under the session's lock, written by the
+//     session's drainer without it, the action (and every later one of the
+//     session) held until the write is done, and broadcast in order then.
+//     Writes queued meanwhile go as one batch.
 //   - A streaming turn is handed to the store's Checkpointer on every
 //     action that changes it; the Checkpointer writes what the turn gained
 //     since its last checkpoint, off the hot path, at least every 250 ms or
 //     64 KiB (checkpoint.go). Its encoding happens on the Checkpointer's
 //     goroutine from a copy taken under the session's lock, so the lock is
-//     never held across an encoding or I/O.
+//     never held across an encoding or I/O. A new chat's turn waits for the
+//     chat's row to be written (chatData.rowStored).
 //   - disposeSession deletes the session's rows before sessionRemoved is
-//     announced.
+//     announced, after the session's held actions went out, off the lock.
 //   - serverSeq is covered by a store.SeqReserve before each broadcast.
 //
 // A failed write never fails the action: the host keeps serving from
 // memory, logs the failure (at most once a minute while writes keep
 // failing), and shows a warning in the root state's _meta under
 // StateWarningMeta until a write succeeds. Turns whose write failed are
-// written with the chat's next successful one.
+// written with the session's next write (chatData.unstored says which).
 
 // StateWarningMeta is the root state's _meta key that carries a warning
 // while writes to the state store fail: {"message": "…", "since": ISO
@@ -47,8 +52,9 @@ import (
 // reconnect) taken while writes fail.
 const StateWarningMeta = "ahp-bridge/stateWarning"
 
-// storeWriteTimeout bounds one synchronous write, so that a stalled disk
-// holds a session's lock for a bounded time rather than for ever.
+// storeWriteTimeout bounds one write, so that a stalled disk holds a
+// session's broadcasts (and whoever waits for them) for a bounded time
+// rather than for ever.
 const storeWriteTimeout = 10 * time.Second
 
 // failureLogEvery is how often a store that keeps failing is logged again.
@@ -186,8 +192,8 @@ func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
 // storeFailed notes a failed write: the first one of a run is logged at
 // once and raises the root warning; later ones are logged once a minute.
 // what, when not empty, says what was being written (the store's own
-// errors say which file). It takes no host lock (writes happen under a
-// session's lock, or under Host.mu when SeqReserve.Cover waits for one),
+// errors say which file). It takes no host lock (writes happen on a
+// session's drainer, or under Host.mu when SeqReserve.Cover waits for one),
 // so the warning reaches the root state when the root is next read
 // (rootMetaLocked).
 func (h *Host) storeFailed(err error, what string) {
@@ -288,7 +294,7 @@ func (h *Host) coverSeqLocked(seq int64) {
 	}
 }
 
-// storeCtx is the context of one synchronous write.
+// storeCtx is the context of one write.
 func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), storeWriteTimeout)
 }
@@ -367,121 +373,14 @@ func (h *Host) chatRowLocked(g *sessionGroup, ch *channel) (store.Chat, error) {
 	}, nil
 }
 
-// storeCatalogueLocked writes the session's row and all its chats' rows.
-// Called with the group's mutex held; a no-op without a store or for a
-// removed session.
-func (h *Host) storeCatalogueLocked(g *sessionGroup) {
-	if h.ds == nil || g.session == nil || g.session.removed {
-		return
-	}
-	row, blob, err := h.sessionRowLocked(g)
-	if err != nil {
-		h.log.Error().Err(err).Msg("a session could not be encoded for the state store")
-		return
-	}
-	chats := make([]store.Chat, 0, len(g.chats))
-	for _, c := range g.chats {
-		cr, err := h.chatRowLocked(g, c)
-		if err != nil {
-			h.log.Error().Err(err).Msg("a chat could not be encoded for the state store")
-			return
-		}
-		chats = append(chats, cr)
-	}
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if err := h.ds.st.PutSession(ctx, row, chats...); err != nil {
-		return // noted by observedStore
-	}
-	g.stored, g.storedSummary = true, summaryJSON(blob)
-	// Turns whose write failed earlier go now that the rows are there.
-	for _, c := range g.chats {
-		if c.chat.unstored < len(c.chat.st.Turns) {
-			h.storeTurnsLocked(c)
-		}
-	}
-}
-
-// storeTurnsLocked appends the chat's completed turns not yet stored (the
-// one that just ended, and any whose write failed before), with the
-// session's and the chat's rows. Called with the group's mutex held.
-func (h *Host) storeTurnsLocked(ch *channel) {
-	if h.ds == nil || ch.removed {
-		return
-	}
-	g := ch.group
-	if !g.stored {
-		// The session's row was never written (its creation's write
-		// failed): write it, with every chat, which stores the turns.
-		h.storeCatalogueLocked(g)
-		return
-	}
-	cd := ch.chat
-	for cd.unstored < len(cd.st.Turns) {
-		t := &cd.st.Turns[cd.unstored]
-		data, err := encodeTurn(t)
-		if err != nil {
-			h.log.Error().Err(err).Str("chat", ch.uri).Str("turn", t.ID).Msg("a turn could not be encoded for the state store")
-			cd.unstored++ // it would fail for ever; the next ones still go
-			continue
-		}
-		commit := store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Encode: data.writeTo, EndedAt: turnEnd(t, h.opts.Clock())}}
-		var blob []byte
-		if cd.unstored == len(cd.st.Turns)-1 {
-			// The last one carries the rows the turn changed.
-			row, b, err := h.sessionRowLocked(g)
-			if err == nil {
-				var cr store.Chat
-				if cr, err = h.chatRowLocked(g, ch); err == nil {
-					commit.Session, commit.Chat, blob = &row, &cr, b
-				}
-			}
-			if err != nil {
-				h.log.Error().Err(err).Msg("the rows of a completed turn could not be encoded for the state store")
-			}
-		}
-		ctx, cancel := storeCtx()
-		err = h.ds.st.AppendTurn(ctx, commit)
-		cancel()
-		if errors.Is(err, store.ErrNotFound) {
-			// The chat's row is missing (the write that added it failed):
-			// rewrite the catalogue, which appends the turns itself.
-			g.stored = false
-			h.storeCatalogueLocked(g)
-			return
-		}
-		if err != nil {
-			return // noted by observedStore; retried with the next write
-		}
-		cd.unstored++
-		if blob != nil {
-			g.storedSummary = summaryJSON(blob)
-		}
-	}
-}
-
-// deleteStoredLocked deletes a session's rows, before its removal is
-// announced. Called with the group's mutex held.
-func (h *Host) deleteStoredLocked(g *sessionGroup) {
-	if h.ds == nil {
-		return
-	}
-	for _, c := range g.chats {
-		h.ds.cp.Forget(c.uri)
-	}
-	h.unindexSession(g)
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if err := h.ds.st.DeleteSession(ctx, g.session.uri); err != nil && !errors.Is(err, store.ErrNotFound) {
-		h.log.Warn().Err(err).Str("session", g.session.uri).Msg("the disposed session's rows could not be deleted; it may come back after a restart")
-	}
-}
-
-// persistLocked writes what an action just reduced into ch makes durable,
-// before the action is broadcast (see the top of this file). size is the
-// action's encoded length, the measure of a streaming turn's growth.
-// Called with ch.mu held, from applyLocked.
-func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
+// persistLocked notes what an action just reduced into ch makes durable
+// (see the top of this file): write is set when a write must precede the
+// action's broadcast, catalogue when that write rewrites the session's and
+// its chats' rows (a completed turn is found by chatData.unstored). The
+// streaming turn's checkpoint is handed to the checkpointer here. size is
+// the action's encoded length, the measure of a streaming turn's growth.
+// Called with ch.mu held, from applyLocked; it does no I/O.
+func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) (write, catalogue bool) {
 	switch ch.kind {
 	case chanChat:
 		switch a.Value.(type) {
@@ -489,23 +388,21 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 			if ch.chat.unstored < len(ch.chat.st.Turns) {
 				h.ds.cp.Forget(ch.uri) // the completed turn supersedes its checkpoint
 				ch.chat.snapshot = nil
-				h.storeTurnsLocked(ch)
+				return true, false
 			}
-			return
+			return false, false
 		case *wire.ChatTurnStartedAction:
 			if t := ch.chat.st.ActiveTurn; t != nil {
 				ch.chat.snapshot = h.activeTurnSnapshot(ch, t.ID)
 				ch.chat.turnBytes = 0
 			}
-			h.storeCatalogueLocked(ch.group)
-			return
+			return true, true
 		case *wire.ChatIsReadChangedAction, *wire.ChatIsArchivedChangedAction,
 			*wire.ChatWorkingDirectorySetAction, *wire.ChatWorkingDirectoryRemovedAction:
-			h.storeCatalogueLocked(ch.group)
-			return
+			return true, true
 		case *wire.ChatDraftChangedAction, *wire.ChatPendingMessageSetAction, *wire.ChatPendingMessageRemovedAction,
 			*wire.ChatQueuedMessagesReorderedAction, *wire.ChatActivityChangedAction:
-			return // not part of the turn, and not a catalogue change
+			return false, false // not part of the turn, and not a catalogue change
 		}
 		if t := ch.chat.st.ActiveTurn; t != nil && ch.chat.snapshot != nil {
 			grew := size
@@ -516,6 +413,13 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 				ch.chat.turnBytes += size
 				grew = checkpointGrowth(size, ch.chat.turnBytes)
 			}
+			if !ch.chat.rowStored {
+				// The store drops a checkpoint of a chat it does not hold
+				// (and the checkpointer would never write that text
+				// again): handed over once the chat's row is written.
+				ch.chat.deferred += grew
+				return false, false
+			}
 			h.ds.cp.PutFunc(ch.uri, t.ID, grew, ch.chat.snapshot)
 		}
 	case chanSession:
@@ -525,18 +429,20 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) {
 			*wire.SessionWorkingDirectoryRemovedAction, *wire.SessionWorkingDirectoryReplacedAction,
 			*wire.SessionChatAddedAction, *wire.SessionChatRemovedAction, *wire.SessionIsReadChangedAction,
 			*wire.SessionIsArchivedChangedAction, *wire.SessionDefaultChatChangedAction, *wire.SessionChatsReorderedAction:
-			h.storeCatalogueLocked(ch.group)
+			return true, true
 		}
 	}
+	return false, false
 }
 
-// persistSummaryLocked writes the session's rows when its root-catalogue
-// entry changed in more than its activity and modification time and the
-// change is not stored yet, before root/sessionSummaryChanged announces
-// it. Called with the group's mutex held, from refreshSummaryLocked.
-func (h *Host) persistSummaryLocked(g *sessionGroup, changes map[string]json.RawMessage) {
+// summaryWriteDueLocked reports whether the session's rows must be written
+// before root/sessionSummaryChanged announces changes: its root-catalogue
+// entry changed in more than its activity and modification time, and the
+// change is not stored yet. Called with the group's mutex held, from
+// refreshSummaryLocked.
+func (h *Host) summaryWriteDueLocked(g *sessionGroup, changes map[string]json.RawMessage) bool {
 	if h.ds == nil {
-		return
+		return false
 	}
 	material := false
 	for k := range changes {
@@ -546,13 +452,11 @@ func (h *Host) persistSummaryLocked(g *sessionGroup, changes map[string]json.Raw
 		}
 	}
 	if !material {
-		return
+		return false
 	}
 	sum := liveSummary(g)
-	if b, err := json.Marshal(&sum); err == nil && string(b) == string(g.storedSummary) {
-		return // the action's own write stored it already
-	}
-	h.storeCatalogueLocked(g)
+	b, err := json.Marshal(&sum)
+	return err != nil || string(b) != string(g.storedSummary) // else the action's own write stored it already
 }
 
 // errTurnGone is what a checkpoint's snapshot says when its turn ended (or
@@ -658,7 +562,7 @@ func liveSummary(g *sessionGroup) wire.SessionSummary {
 }
 
 // summaryJSON extracts the summary's encoding from a session row's blob,
-// for persistSummaryLocked's comparison.
+// for summaryWriteDueLocked's comparison.
 func summaryJSON(blob []byte) []byte {
 	var s struct {
 		Summary json.RawMessage `json:"summary"`

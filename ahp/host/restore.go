@@ -104,21 +104,9 @@ func (h *Host) SetAgentSessionID(chat, id string) error {
 	if h.ds == nil {
 		return nil
 	}
-	g := ch.group
-	if !g.stored {
-		h.storeCatalogueLocked(g)
-		return nil
-	}
-	row, rerr := h.chatRowLocked(g, ch)
-	if rerr != nil {
-		h.log.Error().Err(rerr).Msg("a chat could not be encoded for the state store")
-		return nil
-	}
-	ctx, cancel := storeCtx()
-	defer cancel()
-	if werr := h.ds.st.PutChat(ctx, row); errors.Is(werr, store.ErrNotFound) {
-		h.storeCatalogueLocked(g)
-	}
+	// The session's rows with its chats', in the group's pipeline, so the
+	// lock is not held across the write (pipeline.go).
+	h.storeNowLocked(ch.group, true)
 	return nil
 }
 
@@ -389,11 +377,13 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 	g.storedSummary = nil
 	g.lastSummaryNote = now
 
-	g.mu.Lock()
-	for _, c := range recovered {
-		h.storeTurnsLocked(c) // the interrupted turn, now ended, replaces its checkpoint
+	if len(recovered) > 0 {
+		// The interrupted turns, now ended, replace their checkpoints;
+		// the group is nobody else's yet, so this only waits for the write.
+		g.mu.Lock()
+		h.storeNowLocked(g, false)
+		g.mu.Unlock()
 	}
-	g.mu.Unlock()
 
 	rs := RestoredSession{
 		Session: uri, Provider: st.Provider, WorkingDirectories: slices.Clone(st.WorkingDirectories),
@@ -481,7 +471,7 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 
 	ch = newChannel(row.URI, chanChat)
 	ch.mu, ch.group = &g.mu, g
-	ch.chat = &chatData{st: st, stream: reducer.Streaming{Lazy: true}, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older}
+	ch.chat = &chatData{st: st, stream: reducer.Streaming{Lazy: true}, created: row.Created.UnixMilli(), unstored: stored, agentSessionID: row.ACPSessionID, olderInStore: older, rowStored: true}
 	ch.chat.mirrored = chatSummaryOf(st)
 	ch.chat.mirroredAt = now
 	return ch, interrupted, nil
@@ -678,6 +668,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 // releasing it.
 func (h *Host) turnsBefore(ch *channel, before string, limit int) (turns []wire.Turn, more, found bool, err error) {
 	ch.mu.Lock()
+	h.awaitHeldLocked(ch.group) // no turn whose end is not broadcast yet
 	if ch.removed {
 		ch.mu.Unlock()
 		return nil, false, false, nil

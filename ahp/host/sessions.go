@@ -110,9 +110,10 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess
 
-	// The group's lock is held until the session is stored and announced,
-	// so that nobody reads it half-made; it is free (nobody else can reach
-	// the group yet) and comes before Host.mu in the lock order.
+	// The group's lock is held until the session is announced (but for
+	// the store's write), so that nobody reads it half-made; it is free
+	// (nobody else can reach the group yet) and comes before Host.mu in
+	// the lock order.
 	g.mu.Lock()
 	h.mu.Lock()
 	if h.closed {
@@ -161,11 +162,19 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	h.sessions++
 	h.dir.add(uri, chatURI)
 	if h.ds != nil {
-		// Stored before it is announced, without holding Host.mu across
-		// the write.
+		// Stored before it is announced, without holding a lock across the
+		// write: whoever reaches the session meanwhile waits for the write
+		// like for any other of the session (pipeline.go).
 		h.mu.Unlock()
 		h.indexChat(chatURI, uri)
-		h.storeCatalogueLocked(g)
+		h.storeNowLocked(g, true)
+		if sess.removed {
+			// Disposed by a client that guessed its URI while it was
+			// being stored: never announced, so nothing to take back.
+			g.mu.Unlock()
+			h.reply(r, nil, nil)
+			return
+		}
 		h.mu.Lock()
 	}
 	h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: g.summary})
@@ -229,13 +238,33 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		return
 	}
 	g := ch.group
-	h.deleteStoredLocked(g) // gone from the store before its removal is announced
+	// What the session's subscribers are owed goes out before it goes.
+	h.awaitHeldLocked(g)
+	if ch.removed {
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
+		return
+	}
+	var loaded func()
+	if h.ds != nil {
+		// Gone from the store before its removal is announced; nobody
+		// loads it back from there while its rows are being deleted.
+		loaded = h.holdLoad(uri)
+		for _, c := range g.chats {
+			h.ds.cp.Forget(c.uri)
+		}
+		h.unindexSession(g)
+	}
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
 	}
 	h.removeChannelLocked(ch)
 	g.progress = nil
 	g.mu.Unlock()
+	if loaded != nil {
+		h.deleteStored(uri)
+		loaded()
+	}
 	h.mu.Lock()
 	h.sessions--
 	h.dir.remove(uri)
@@ -352,6 +381,12 @@ func (h *Host) disposeChat(ctx context.Context, r *request, uri string) {
 		return
 	}
 	g := ch.group
+	h.awaitHeldLocked(g) // what the chat's subscribers are owed goes out first
+	if ch.removed {
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeNotFound, "chat %s does not exist", uri))
+		return
+	}
 	if g.defaultChat() == ch {
 		g.mu.Unlock()
 		h.reply(r, nil, Errorf(CodeInvalidParams, "chat %s is its session's default chat; dispose the session instead", uri))

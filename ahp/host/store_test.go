@@ -225,6 +225,7 @@ func TestStoreServerSeqContinues(t *testing.T) {
 	for i := range 30 {
 		richTurn(t, hs, s.chat, "t"+strconv.Itoa(i))
 	}
+	settled(t, hs, s.uri) // the last actions are sequenced once written
 	c.ping()
 	seen := hs.h.Stats().ServerSeq
 	require.Greater(t, seen, int64(100))
@@ -537,6 +538,7 @@ func TestStoreFailingWritesKeepServing(t *testing.T) {
 
 	fs.fail.Store(true)
 	richTurn(t, hs, s.chat, "t2")
+	settled(t, hs, s.uri) // the writes are made after the actions return
 	assert.Len(t, hs.readChat(t, s.chat).Turns, 2, "served from memory")
 	var root wire.RootState
 	require.NoError(t, json.Unmarshal(snapshotOf(t, hs, RootURI), &root))
@@ -547,6 +549,7 @@ func TestStoreFailingWritesKeepServing(t *testing.T) {
 
 	fs.fail.Store(false)
 	richTurn(t, hs, s.chat, "t3")
+	settled(t, hs, s.uri)
 	root = wire.RootState{}
 	require.NoError(t, json.Unmarshal(snapshotOf(t, hs, RootURI), &root))
 	assert.NotContains(t, root.Meta, StateWarningMeta, "gone once writes succeed")

@@ -57,6 +57,11 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if g := chans[0].group; g != nil {
+		// A snapshot with an action still held for a store write would be
+		// followed by that action: wait until they are broadcast.
+		h.awaitHeldLocked(g)
+	}
 	states := make([]any, len(chans))
 	for i, ch := range chans {
 		if ch.removed {
@@ -116,6 +121,24 @@ func tail(chat string, st *wire.ChatState, n int) *wire.ChatState {
 	return &cp
 }
 
+// awaitHeld waits until no action of the sessions behind uris is held for
+// a store write (pipeline.go), before a connection parks its frames for a
+// snapshot reply (conn.hold): the snapshot waits for them anyway, and a
+// connection parked through a slow write could overflow. Best effort: the
+// snapshot itself waits again if more were held meanwhile.
+func (h *Host) awaitHeld(uris ...string) {
+	if h.ds == nil {
+		return
+	}
+	for _, uri := range uris {
+		if ch := h.lookup(uri); ch != nil && ch.group != nil {
+			ch.mu.Lock()
+			h.awaitHeldLocked(ch.group)
+			ch.mu.Unlock()
+		}
+	}
+}
+
 // subscribeAll snapshots and subscribes to every known channel in uris;
 // unknown ones are skipped (and logged).
 func (h *Host) subscribeAll(c *conn, uris []string) []snapshotOut {
@@ -152,6 +175,7 @@ func (h *Host) subscribe(_ context.Context, r *request, uri string) {
 		v.turns = int(min(*p.View.Turns, int64(MaxFetchTurnsLimit)))
 	}
 	c := r.c
+	h.awaitHeld(uri)
 	c.hold()
 	snap, err := h.snapshotAndSubscribe(c, uri, v)
 	var frame []byte
