@@ -96,7 +96,7 @@ CREATE TABLE checkpoint_texts (
 `
 
 // schemaV3 lets a completed turn's data be stored in chunks: turns.data
-// holds its first turnChunk bytes and turn_chunks the rest, in seq order
+// holds its first turnChunkSize bytes and turn_chunks the rest, in seq order
 // (turns.chunks of them). SQLite copies a bound value whole, then again into
 // the record it writes, so a 51 MB answer written as one value cost the
 // bridge 100 MB of memory beyond its own for the write (docs/performance.md,

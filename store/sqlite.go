@@ -51,6 +51,10 @@ type Options struct {
 	// walEvery delays the background WAL checkpoint; zero means
 	// walCheckpointDelay.
 	walEvery time.Duration
+	// turnChunk replaces turnChunkSize in tests, which cut turns of a few
+	// KiB into chunks rather than write megabytes through SQLite (slow
+	// under -race); zero means turnChunkSize.
+	turnChunk int
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.rename == nil {
 		o.rename = os.Rename
+	}
+	if o.turnChunk <= 0 {
+		o.turnChunk = turnChunkSize
 	}
 	if o.walEvery <= 0 {
 		o.walEvery = walCheckpointDelay
@@ -99,6 +106,7 @@ type SQLite struct {
 	ck        *sql.DB // one connection of its own
 	walEvery  time.Duration
 	walKick   chan struct{}
+	turnChunk int                // the most of a turn's data written as one value (turnChunkSize)
 	walCancel context.CancelFunc // stops runWALCheckpoints, even mid-checkpoint
 	walDone   chan struct{}
 }
@@ -184,7 +192,7 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 	}
 	ck.SetMaxOpenConns(1)
 	s := &SQLite{path: path, w: w, r: r, ck: ck, moved: moved,
-		walEvery: opt.walEvery, walKick: make(chan struct{}, 1), walDone: make(chan struct{})}
+		walEvery: opt.walEvery, turnChunk: opt.turnChunk, walKick: make(chan struct{}, 1), walDone: make(chan struct{})}
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.closeDBs())
 	}
@@ -661,10 +669,10 @@ func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
 	return nil
 }
 
-// turnChunk is the most of a completed turn's data written as one value: a
-// long turn is written in chunks of this size (schemaV3), so that SQLite's
-// copies of what it writes stay this small.
-const turnChunk = 1 << 20
+// turnChunkSize is the most of a completed turn's data written as one
+// value: a long turn is written in chunks of this size (schemaV3), so that
+// SQLite's copies of what it writes stay this small.
+const turnChunkSize = 1 << 20
 
 // putTurnChunks replaces the stored chunks of a turn's data after its
 // first turnChunk bytes, which it returns for the turn's row, with the
@@ -675,7 +683,7 @@ func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, 
 		return nil, 0, err
 	}
 	put := tx.StmtContext(ctx, s.ws.putTurnChunk)
-	w := &chunkWriter{put: func(seq int, b []byte) error {
+	w := &chunkWriter{size: s.turnChunk, put: func(seq int, b []byte) error {
 		if _, err := put.ExecContext(ctx, chatURI, t.ID, seq, b); err != nil {
 			return fmt.Errorf("chunk %d of the data: %w", seq, err)
 		}
@@ -701,7 +709,8 @@ func (s *SQLite) putTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string, 
 // bytes are kept for the turn's row, and each turnChunk bytes after them
 // go to a row of turn_chunks as soon as they are there.
 type chunkWriter struct {
-	put func(seq int, b []byte) error
+	size int // turnChunk
+	put  func(seq int, b []byte) error
 	// copyFirst: the bytes written may be reused by the writer once Write
 	// returns, so the first chunk is a copy. Without it (Data, held by
 	// the caller until the write ends), it is a slice of the first Write.
@@ -717,8 +726,8 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	size := len(p)
-	if len(w.first) < turnChunk {
-		k := min(len(p), turnChunk-len(w.first))
+	if len(w.first) < w.size {
+		k := min(len(p), w.size-len(w.first))
 		if w.first == nil && !w.copyFirst {
 			w.first = p[:k:k]
 		} else {
@@ -727,20 +736,20 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	for len(p) > 0 {
-		if len(w.buf) == 0 && len(p) >= turnChunk && !w.copyFirst {
+		if len(w.buf) == 0 && len(p) >= w.size && !w.copyFirst {
 			// A whole chunk of Data: written from where it is.
-			if w.err = w.putChunk(p[:turnChunk]); w.err != nil {
+			if w.err = w.putChunk(p[:w.size]); w.err != nil {
 				return 0, w.err
 			}
-			p = p[turnChunk:]
+			p = p[w.size:]
 			continue
 		}
 		if w.buf == nil {
-			w.buf = make([]byte, 0, turnChunk)
+			w.buf = make([]byte, 0, w.size)
 		}
-		k := min(len(p), turnChunk-len(w.buf))
+		k := min(len(p), w.size-len(w.buf))
 		w.buf, p = append(w.buf, p[:k]...), p[k:]
-		if len(w.buf) == turnChunk {
+		if len(w.buf) == w.size {
 			if w.err = w.flush(); w.err != nil {
 				return 0, w.err
 			}
@@ -773,7 +782,7 @@ func (s *SQLite) readTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string,
 		return err
 	}
 	defer rows.Close()
-	data := make([]byte, len(t.Data), len(t.Data)+chunks*turnChunk)
+	data := make([]byte, len(t.Data), len(t.Data)+chunks*s.turnChunk)
 	copy(data, t.Data)
 	n := 0
 	for rows.Next() {

@@ -14,6 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// testChunk is the chunk size these tests open their stores with: the
+// cutting and joining do not depend on the size, and megabytes through
+// SQLite are slow under -race. The host's TestStoreLongCompletedTurnSurvivesARestart
+// stores turns in chunks of the real size (turnChunkSize).
+const testChunk = 8 << 10
+
 // longTurn is a completed turn's data of n bytes (at least its frame):
 // valid JSON (export checks it) whose bytes differ from one chunk to the
 // next, so that a chunk out of place shows.
@@ -30,7 +36,7 @@ func longTurn(id string, n int) json.RawMessage {
 	return json.RawMessage(b.String())
 }
 
-// A completed turn longer than turnChunk is stored in chunks and reads back
+// A completed turn longer than testChunk is stored in chunks and reads back
 // byte for byte, alone and among other turns, on every page size; one
 // stored again under its id replaces its chunks; deleting the session
 // deletes them.
@@ -41,14 +47,14 @@ func TestTurnDataInChunks(t *testing.T) {
 		chunks int // rows in turn_chunks
 	}{
 		{"small", 100, 0},
-		{"one chunk, nearly full", turnChunk - 1, 0},
-		{"exactly one chunk", turnChunk, 0},
-		{"one byte over", turnChunk + 1, 1},
-		{"several chunks", 3*turnChunk + 17, 3},
+		{"one chunk, nearly full", testChunk - 1, 0},
+		{"exactly one chunk", testChunk, 0},
+		{"one byte over", testChunk + 1, 1},
+		{"several chunks", 3*testChunk + 17, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t, testPath(t), Options{})
+			s := openTest(t, testPath(t), Options{turnChunk: testChunk})
 			ctx := t.Context()
 			sess := testSession(1)
 			chat := testChat(sess.URI, 1)
@@ -58,7 +64,7 @@ func TestTurnDataInChunks(t *testing.T) {
 			turns := []Turn{
 				{ID: "before", Data: json.RawMessage(`{"id":"before"}`), EndedAt: time.Unix(1, 0)},
 				{ID: "long", Data: data, EndedAt: time.Unix(2, 0)},
-				{ID: "after", Data: longTurn("after", 2*turnChunk+5), EndedAt: time.Unix(3, 0)},
+				{ID: "after", Data: longTurn("after", 2*testChunk+5), EndedAt: time.Unix(3, 0)},
 			}
 			for _, tr := range turns {
 				require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: tr}))
@@ -110,12 +116,12 @@ func TestTurnDataInChunks(t *testing.T) {
 // A turn whose row counts more chunks than are stored (a damaged file) is
 // an error, not a short turn.
 func TestTurnDataMissingChunk(t *testing.T) {
-	s := openTest(t, testPath(t), Options{})
+	s := openTest(t, testPath(t), Options{turnChunk: testChunk})
 	ctx := t.Context()
 	sess := testSession(1)
 	chat := testChat(sess.URI, 1)
 	require.NoError(t, s.PutSession(ctx, sess, chat))
-	require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: "long", Data: longTurn("long", 2*turnChunk+1), EndedAt: time.Unix(1, 0)}}))
+	require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: "long", Data: longTurn("long", 2*testChunk+1), EndedAt: time.Unix(1, 0)}}))
 	_, err := s.w.ExecContext(ctx, `DELETE FROM turn_chunks WHERE seq = 2`)
 	require.NoError(t, err)
 	_, err = s.Turns(ctx, chat.URI, TurnQuery{})
@@ -130,7 +136,7 @@ func TestMigrationKeepsVersion2Turns(t *testing.T) {
 	atVersion(t, path, 2)
 	sess := testSession(1)
 	chat := testChat(sess.URI, 1)
-	old := longTurn("old", 3*turnChunk) // whole in its row, as version 2 wrote it
+	old := longTurn("old", 3*testChunk) // whole in its row, as version 2 wrote it
 	func() {
 		db, err := sql.Open("sqlite", path)
 		require.NoError(t, err)
@@ -147,11 +153,11 @@ func TestMigrationKeepsVersion2Turns(t *testing.T) {
 		}
 	}()
 
-	s := openTest(t, path, Options{})
+	s := openTest(t, path, Options{turnChunk: testChunk})
 	var v int
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v))
 	assert.Equal(t, 3, v)
-	next := longTurn("new", 2*turnChunk+3)
+	next := longTurn("new", 2*testChunk+3)
 	require.NoError(t, s.AppendTurn(ctx, TurnCommit{ChatURI: chat.URI, Turn: Turn{ID: "new", Data: next, EndedAt: time.Unix(5, 0)}}))
 	page, err := s.Turns(ctx, chat.URI, TurnQuery{})
 	require.NoError(t, err)
@@ -169,26 +175,26 @@ func TestMigrationKeepsVersion2Turns(t *testing.T) {
 // fails fails the write and leaves nothing of it; a missing chat is
 // ErrNotFound.
 func TestTurnEncodeWritesInChunks(t *testing.T) {
-	data := longTurn("enc", 3*turnChunk+101)
+	data := longTurn("enc", 3*testChunk+101)
 	cases := []struct {
 		name   string
 		writes []int // sizes of the writes, repeated until the data is written
 	}{
 		{"one write", []int{len(data)}},
 		{"small writes", []int{1, 7, 4096, 65536 + 3}},
-		{"chunk-sized writes", []int{turnChunk}},
-		{"straddling writes", []int{turnChunk - 1, turnChunk + 2}},
+		{"chunk-sized writes", []int{testChunk}},
+		{"straddling writes", []int{testChunk - 1, testChunk + 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t, testPath(t), Options{})
+			s := openTest(t, testPath(t), Options{turnChunk: testChunk})
 			ctx := t.Context()
 			sess := testSession(1)
 			chat := testChat(sess.URI, 1)
 			require.NoError(t, s.PutSession(ctx, sess, chat))
 			encode := func(fail error) func(w io.Writer) error {
 				return func(w io.Writer) error {
-					buf := make([]byte, 0, turnChunk+2)
+					buf := make([]byte, 0, testChunk+2)
 					for off, i := 0, 0; off < len(data); i++ {
 						n := min(tc.writes[i%len(tc.writes)], len(data)-off)
 						buf = append(buf[:0], data[off:off+n]...)
@@ -197,7 +203,7 @@ func TestTurnEncodeWritesInChunks(t *testing.T) {
 						}
 						clear(buf) // the store must have copied what it keeps
 						off += n
-						if fail != nil && off > 2*turnChunk {
+						if fail != nil && off > 2*testChunk {
 							return fail
 						}
 					}
