@@ -296,11 +296,7 @@ func TestMigrationKeepsAVersion1Checkpoint(t *testing.T) {
 		db, err := sql.Open("sqlite", path)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, db.Close()) }()
-		_, err = db.ExecContext(ctx, `INSERT INTO sessions (uri, provider, title, working_dirs, created_ns, modified_ns)
-			VALUES (?, 'acp:x', 'old', '[]', 1, 1)`, sess.URI)
-		require.NoError(t, err)
-		_, err = db.ExecContext(ctx, `INSERT INTO chats (uri, session_uri, acp_session_id, created_ns) VALUES (?, ?, '', 1)`, chat.URI, sess.URI)
-		require.NoError(t, err)
+		insertOldSession(t, db, sess.URI, chat.URI)
 		_, err = db.ExecContext(ctx, `INSERT INTO checkpoints (chat_uri, turn_id, updated_ns, data) VALUES (?, 'a', 5, ?)`, chat.URI, []byte(old))
 		require.NoError(t, err)
 	}()
@@ -362,4 +358,15 @@ func TestCheckpointerRefusesPiecesThatDoNotFollow(t *testing.T) {
 			assert.ErrorIs(t, err, ErrNotFound)
 		})
 	}
+}
+
+// insertOldSession writes a session and its chat into a file of an earlier
+// schema version the way that version's store did, for migration tests.
+func insertOldSession(t *testing.T, db *sql.DB, sessionURI, chatURI string) {
+	t.Helper()
+	_, err := db.ExecContext(t.Context(), `INSERT INTO sessions (uri, provider, title, working_dirs, created_ns, modified_ns)
+		VALUES (?, 'acp:x', 'old', '[]', 1, 1)`, sessionURI)
+	require.NoError(t, err)
+	_, err = db.ExecContext(t.Context(), `INSERT INTO chats (uri, session_uri, acp_session_id, created_ns) VALUES (?, ?, '', 1)`, chatURI, sessionURI)
+	require.NoError(t, err)
 }

@@ -54,11 +54,8 @@ func TestTurnDataInChunks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t, testPath(t), Options{turnChunk: testChunk})
+			s, chat := chunkedStore(t)
 			ctx := t.Context()
-			sess := testSession(1)
-			chat := testChat(sess.URI, 1)
-			require.NoError(t, s.PutSession(ctx, sess, chat))
 			data := longTurn("long", tc.size)
 			require.Len(t, data, tc.size)
 			turns := []Turn{
@@ -91,7 +88,7 @@ func TestTurnDataInChunks(t *testing.T) {
 					assert.True(t, string(turns[i].Data) == string(got[i].Data), "limit %d: turn %s's data differs", limit, turns[i].ID)
 				}
 			}
-			doc, err := Export(ctx, s, sess.URI)
+			doc, err := Export(ctx, s, chat.SessionURI)
 			require.NoError(t, err)
 			require.Len(t, doc.Chats[0].Turns, 3)
 			assert.True(t, string(data) == string(doc.Chats[0].Turns[1].Turn), "the exported turn differs")
@@ -106,7 +103,7 @@ func TestTurnDataInChunks(t *testing.T) {
 			require.NoError(t, s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_chunks WHERE turn_id = 'long'`).Scan(&rows))
 			assert.Zero(t, rows)
 
-			require.NoError(t, s.DeleteSession(ctx, sess.URI))
+			require.NoError(t, s.DeleteSession(ctx, chat.SessionURI))
 			require.NoError(t, s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_chunks`).Scan(&rows))
 			assert.Zero(t, rows)
 		})
@@ -141,11 +138,7 @@ func TestMigrationKeepsVersion2Turns(t *testing.T) {
 		db, err := sql.Open("sqlite", path)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, db.Close()) }()
-		_, err = db.ExecContext(ctx, `INSERT INTO sessions (uri, provider, title, working_dirs, created_ns, modified_ns)
-			VALUES (?, 'acp:x', 'old', '[]', 1, 1)`, sess.URI)
-		require.NoError(t, err)
-		_, err = db.ExecContext(ctx, `INSERT INTO chats (uri, session_uri, acp_session_id, created_ns) VALUES (?, ?, '', 1)`, chat.URI, sess.URI)
-		require.NoError(t, err)
+		insertOldSession(t, db, sess.URI, chat.URI)
 		for i, d := range []json.RawMessage{json.RawMessage(`{"id":"first"}`), old} {
 			_, err = db.ExecContext(ctx, `INSERT INTO turns (chat_uri, idx, turn_id, ended_ns, data) VALUES (?, ?, ?, ?, ?)`,
 				chat.URI, i+1, []string{"first", "old"}[i], i+1, []byte(d))
@@ -187,11 +180,8 @@ func TestTurnEncodeWritesInChunks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t, testPath(t), Options{turnChunk: testChunk})
+			s, chat := chunkedStore(t)
 			ctx := t.Context()
-			sess := testSession(1)
-			chat := testChat(sess.URI, 1)
-			require.NoError(t, s.PutSession(ctx, sess, chat))
 			encode := func(fail error) func(w io.Writer) error {
 				return func(w io.Writer) error {
 					buf := make([]byte, 0, testChunk+2)
@@ -229,4 +219,15 @@ func TestTurnEncodeWritesInChunks(t *testing.T) {
 			assert.ErrorIs(t, err, ErrNotFound)
 		})
 	}
+}
+
+// chunkedStore opens a store cutting turns in testChunk bytes, holding one
+// session with one chat, which it returns.
+func chunkedStore(t *testing.T) (*SQLite, Chat) {
+	t.Helper()
+	s := openTest(t, testPath(t), Options{turnChunk: testChunk})
+	sess := testSession(1)
+	chat := testChat(sess.URI, 1)
+	require.NoError(t, s.PutSession(t.Context(), sess, chat))
+	return s, chat
 }
