@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
@@ -108,6 +109,7 @@ func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
 	case chanSession:
 		reducer.Session(ch.session, a, clock)
 	case chanChat:
+		collectBeforeJoin(&ch.chat.stream, a)
 		ch.chat.stream.Chat(ch.chat.st, a, clock)
 	case chanTerminal:
 		reducer.Terminal(ch.terminal, a, clock)
@@ -244,5 +246,25 @@ func (h *Host) removeChannelLocked(ch *channel) {
 	h.mu.Unlock()
 	if w != nil {
 		w.close()
+	}
+}
+
+// joinCollectAbove is the lazy text a turn's end joins beyond which the
+// garbage is collected first.
+const joinCollectAbove = 16 << 20
+
+// collectBeforeJoin runs a garbage collection before a turn's end joins a
+// long lazy text into strings. The join allocates the whole text while its
+// pieces are still live; with the garbage the stream left since the last
+// collection on top, the heap, and the process's peak RSS, would reach
+// three times the text (docs/performance.md, "The long response with the
+// state file"). Collected first, the peak is the pieces and the joined
+// text. It costs one collection per turn whose text is over 16 MiB.
+func collectBeforeJoin(st *reducer.Streaming, a wire.StateAction) {
+	switch a.Value.(type) {
+	case *wire.ChatTurnCompleteAction, *wire.ChatTurnCancelledAction, *wire.ChatErrorAction:
+		if st.Pending() > joinCollectAbove {
+			runtime.GC()
+		}
 	}
 }

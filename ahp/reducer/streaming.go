@@ -169,6 +169,16 @@ func (st *Streaming) TextFrom(content *string, from int) (pieces []string, n int
 	return pieces, n
 }
 
+// Pending is how many bytes of text the lazy ropes hold: what the next
+// Sync, or the end of the turn, joins into strings.
+func (st *Streaming) Pending() int {
+	n := 0
+	for _, r := range st.ropes {
+		n += len(r.buf) + r.n
+	}
+	return n
+}
+
 // ropeOf returns the rope keeping the text of the part whose Content is at
 // content, if that text is the rope's (not replaced since).
 func (st *Streaming) ropeOf(content *string) *rope {

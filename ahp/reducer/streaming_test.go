@@ -534,3 +534,29 @@ func TestStreamingNilState(t *testing.T) {
 		st.Chat(newStreamChat(), wire.StateAction{}, chatStreamClock)
 	})
 }
+
+// Pending counts the lazy text not joined yet, across parts, and drops to
+// nothing once the turn's end joins it.
+func TestStreamingPending(t *testing.T) {
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	st := Streaming{Lazy: true}
+	for _, a := range chatStreamStart() {
+		st.Chat(s, a, chatStreamClock)
+	}
+	require.Zero(t, st.Pending())
+	steps := []struct {
+		delta   wire.StateAction
+		pending int
+	}{
+		{wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: "hello"}), 5},
+		{wire.Action(&wire.ChatReasoningAction{TurnID: "t1", PartID: "r1", Content: "hmm"}), 8},
+		{wire.Action(&wire.ChatDeltaAction{TurnID: "t1", PartID: "p1", Content: strings.Repeat("x", 3*ropePiece)}), 8 + 3*ropePiece},
+	}
+	for i, step := range steps {
+		st.Chat(s, step.delta, chatStreamClock)
+		assert.Equal(t, step.pending, st.Pending(), "after delta %d", i)
+	}
+	st.Chat(s, wire.Action(&wire.ChatTurnCompleteAction{TurnID: "t1"}), chatStreamClock)
+	assert.Zero(t, st.Pending(), "the turn's end joined every text")
+	require.Len(t, s.Turns, 1)
+}
