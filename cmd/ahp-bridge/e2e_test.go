@@ -533,3 +533,25 @@ func TestStdioPipedRequestsAllAnswered(t *testing.T) {
 		assert.True(t, answered[id], "request %d has no reply; stdout:\n%s", id, out)
 	}
 }
+
+// serve --stdio leaves the process's standard output open when its
+// connection ends: closing it would let the next pipe opened (an agent's
+// stdin) take descriptor 1, and a write to that pipe after its agent is
+// gone would kill the bridge with SIGPIPE (seen in TestExamples/editor:
+// exit 141 one run in ten when the input ended during createSession).
+func TestServeStdioLeavesStdoutOpen(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"pipe"}}` + "\n")
+	var errOut bytes.Buffer
+	stateFile := filepath.Join(t.TempDir(), "state.db")
+	code := run(t.Context(), []string{"serve", "--stdio", "--no-token", "--state", stateFile}, in, w, &errOut)
+	require.Equal(t, 0, code, "stderr:\n%s", errOut.String())
+	_, err = w.Write([]byte("still open\n"))
+	require.NoError(t, err, "serve --stdio closed the standard output it was given")
+	line, err := bufio.NewReader(r).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, `"id":1`, "the reply came first")
+}

@@ -381,7 +381,12 @@ func (s *server) serveStdio(ctx context.Context, stdin io.Reader, stdout io.Writ
 		return err
 	}
 	defer opsLn.stop()
-	conn := stdio.New(stdin, stdout, stdio.Options{MaxMessageSize: int(s.cfg.MaxFrameBytes)})
+	// The connection's Close must not close the process's standard output:
+	// descriptor 1 would be handed to the next pipe opened (an agent's
+	// stdin, started by a createSession still under way), and a write to
+	// that pipe once its agent is gone would kill the bridge with SIGPIPE,
+	// which Go raises only for descriptors 1 and 2.
+	conn := stdio.New(stdin, writeOnly{stdout}, stdio.Options{MaxMessageSize: int(s.cfg.MaxFrameBytes)})
 	s.listening.Set(nil)
 	err = s.host.ServeConn(ctx, conn)
 	s.listening.Set(errors.New("shutting down"))
@@ -472,3 +477,8 @@ func (s *server) closeState() {
 		s.log.Warn().Err(err).Msg("closing the state file")
 	}
 }
+
+// writeOnly hides its writer's Close (serveStdio).
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
