@@ -12,7 +12,6 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
-	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -228,9 +227,6 @@ func TestTurnEncodingOfLongTexts(t *testing.T) {
 // Writing a completed turn with a long text allocates a buffer of about
 // textSlice, never a copy of the text.
 func TestTurnEncodingWritesInSlices(t *testing.T) {
-	if testenv.Race {
-		t.Skip("allocation counts differ under the race detector")
-	}
 	text := strings.Repeat(strings.Repeat("a", 63)+"\n", 1<<16) // 4 MiB, a newline every line
 	turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
 		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
