@@ -106,23 +106,7 @@ func appendStamps(out []time.Duration, msg []byte, now int64) []time.Duration {
 // accumulate. The reader only looks for the last chunk and drops every
 // frame. The peak is reset (clear_refs) before the stream, so one
 // iteration is one measurement; run it with -count for several.
-func BenchmarkLongResponse(b *testing.B) {
-	const size = 1024
-	var base int64
-	runFlood(b, floodOpts{coalesce: true, version: "1.0.0", clients: 1, size: size,
-		before: func() {
-			// Writing 5 to clear_refs resets the peak RSS (VmHWM) to the
-			// current RSS (Linux ≥ 4.0).
-			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-				b.Skipf("cannot reset the peak RSS: %v", err)
-			}
-			base = procStatusKiB(b, "VmRSS")
-		},
-		after: func() {
-			peak := procStatusKiB(b, "VmHWM")
-			b.ReportMetric(float64(peak-base)*1024/float64(b.N*size), "peak-RSS-growth-x")
-		}})
-}
+func BenchmarkLongResponse(b *testing.B) { benchLongResponse(b, nil) }
 
 // procStatusKiB reads a "Name:   N kB" line of /proc/self/status.
 func procStatusKiB(b *testing.B, name string) int64 {
