@@ -22,6 +22,7 @@ var migrations = []migration{
 	{name: "catalogue, chats, turns, checkpoints and the serverSeq high-water mark", sql: schemaV1},
 	{name: "checkpoint texts appended rather than rewritten", sql: schemaV2},
 	{name: "a long completed turn stored in chunks", sql: schemaV3},
+	{name: "clients' dialects and subscriptions, and the models each provider offered", sql: schemaV4},
 }
 
 // schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
@@ -110,6 +111,28 @@ CREATE TABLE turn_chunks (
 	seq      INTEGER NOT NULL,
 	data     BLOB    NOT NULL,
 	UNIQUE (chat_uri, turn_id, seq)
+);
+`
+
+// schemaV4 keeps what a restarted bridge needs to answer a client it knew
+// and a provider it has not started yet (issue 23): each clientId's
+// negotiated dialect and subscriptions, so that VS Code's `reconnect` after a
+// restart gets snapshots rather than "unknown client"; and the models each
+// provider's agent last offered, so that AgentInfo.models is not empty
+// before the provider's first session of this run.
+const schemaV4 = `
+CREATE TABLE clients (
+	client_id        TEXT    PRIMARY KEY,
+	protocol_version TEXT    NOT NULL,
+	subscriptions    BLOB    NOT NULL, -- JSON array of channel URIs
+	seen_ns          INTEGER NOT NULL
+);
+CREATE INDEX clients_by_seen ON clients (seen_ns);
+
+CREATE TABLE provider_models (
+	provider   TEXT    PRIMARY KEY,
+	models     BLOB    NOT NULL, -- JSON array of AHP 1.0.0 model infos
+	updated_ns INTEGER NOT NULL
 );
 `
 
