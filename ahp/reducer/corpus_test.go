@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,8 +71,8 @@ func TestCorpusFixtures(t *testing.T) {
 	}
 	ran, passed := 0, 0
 	for _, file := range files {
-		ran++
 		t.Run(strings.TrimSuffix(file, ".json"), func(t *testing.T) {
+			ran++
 			b, err := os.ReadFile(filepath.Join(dir, file))
 			require.NoError(t, err)
 			var f fixture
@@ -88,7 +89,16 @@ func TestCorpusFixtures(t *testing.T) {
 			passed++
 		})
 	}
-	require.Equal(t, len(files), ran, "every fixture file runs as a subtest")
+	if !subtestsFiltered() {
+		require.Equal(t, len(files), ran, "every fixture file runs as a subtest; a subtest that did not run means a file was skipped")
+	}
 	t.Logf("1.0.0 reducer corpus: %d files, %d pass, %d excused, %d fail; not in ../shared yet: %s",
 		len(files), passed, len(corpusExcused), len(files)-passed-len(corpusExcused), strings.Join(corpusMissing, "; "))
+}
+
+// subtestsFiltered reports whether -run selects subtests (a pattern with a
+// slash), in which case not every file's subtest runs, on purpose.
+func subtestsFiltered() bool {
+	f := flag.Lookup("test.run")
+	return f != nil && strings.Contains(f.Value.String(), "/")
 }

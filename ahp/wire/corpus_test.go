@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -113,11 +114,11 @@ func TestCorpusRoundTrips(t *testing.T) {
 		require.FileExists(t, filepath.Join(dir, name), "corpusUnknownVariants names a case that is not there")
 	}
 
-	ran := 0
+	ran, passed := 0, 0
 	for _, file := range files {
-		ran++
 		name := filepath.Base(file)
 		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
+			ran++
 			b, err := os.ReadFile(file)
 			require.NoError(t, err)
 			var c corpusRoundTrip
@@ -143,11 +144,17 @@ func TestCorpusRoundTrips(t *testing.T) {
 			}
 			out, err := Marshal(v)
 			require.NoError(t, err)
-			assert.Equal(t, jsonValue(t, c.AcceptableOutputs[0]), jsonValue(t, out),
-				"%s (group %s): %s\n got: %s", c.Name, c.Group, c.Description, out)
+			if assert.Equal(t, jsonValue(t, c.AcceptableOutputs[0]), jsonValue(t, out),
+				"%s (group %s): %s\n got: %s", c.Name, c.Group, c.Description, out) {
+				passed++
+			}
 		})
 	}
-	require.Equal(t, len(files), ran, "every case file runs as a subtest")
+	t.Logf("1.0.0 round-trip corpus: %d files, %d pass, %d fail; not in ../shared yet: one of the release's 67 cases",
+		len(files), passed, len(files)-passed)
+	if !subtestsFiltered() {
+		require.Equal(t, len(files), ran, "every case file runs as a subtest; a subtest that did not run means a file was skipped")
+	}
 }
 
 // typeSnapshots decodes the state of every Snapshot in v, which decoding
@@ -231,4 +238,11 @@ func rawVariant(v reflect.Value, path string) string {
 		}
 	}
 	return ""
+}
+
+// subtestsFiltered reports whether -run selects subtests (a pattern with a
+// slash), in which case not every file's subtest runs, on purpose.
+func subtestsFiltered() bool {
+	f := flag.Lookup("test.run")
+	return f != nil && strings.Contains(f.Value.String(), "/")
 }
