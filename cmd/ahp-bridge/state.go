@@ -31,8 +31,8 @@ func statePath(state string) (string, error) {
 // openStateStore opens the state file serve keeps its sessions in, or
 // returns nil for --state none. A file that could not be used and was moved
 // aside is said on stderr (through the log), and the bridge starts empty.
-// Another bridge holding the file is an error (*store.LockedError names the
-// file and its pid).
+// Other bridges may use the same file at once; each drives the sessions it
+// holds (store.Holding).
 func openStateStore(cfg Config, log zerolog.Logger) (*store.SQLite, error) {
 	path, err := statePath(cfg.State)
 	if err != nil || path == "" {

