@@ -40,6 +40,9 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	}
 	ch := h.lookup(channel)
 	if ch == nil {
+		if reason := h.heldElsewhere(channel); reason != "" { // holders.go
+			h.reject(c, p.Channel, p.Action, origin, reason)
+		}
 		return // spec: actions for unknown channels are silently ignored
 	}
 	var a wire.StateAction

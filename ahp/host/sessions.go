@@ -58,6 +58,10 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
 	}
+	if err := h.claimSession(uri); err != nil { // holders.go: a stored session another bridge drives
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: %v", err))
+		return
+	}
 	if _, fork := extra["fork"]; fork {
 		// 1.0 dropped createSession.fork; older codecs refuse it too, and a
 		// 1.x client that still sends it must not see it silently ignored.

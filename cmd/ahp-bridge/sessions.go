@@ -181,22 +181,35 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 }
 
 // deleteSessions deletes each session, saying so; it goes on past one that
-// is not stored and reports it at the end.
+// is not stored, or that a running bridge holds, and reports them at the
+// end.
 func deleteSessions(ctx context.Context, st store.Store, uris []string, w io.Writer) error {
-	var missing []string
+	var missing, held []string
 	for _, u := range uris {
 		err := st.DeleteSession(ctx, u)
+		var he *store.HeldError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			missing = append(missing, u)
+		case errors.As(err, &he):
+			// A running bridge drives it: deleting it under that bridge
+			// would lose what it writes next.
+			held = append(held, fmt.Sprintf("%s is in use by the ahp-bridge with %s; stop that bridge first", u, he.Holder))
 		case err != nil:
 			return fmt.Errorf("deleting session %s: %w", u, err)
 		default:
 			fmt.Fprintf(w, "deleted %s\n", u)
 		}
 	}
+	var problems []string
+	if len(held) > 0 {
+		problems = append(problems, "not deleted: "+strings.Join(held, "; "))
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("not stored, so not deleted: %s", strings.Join(missing, ", "))
+		problems = append(problems, "not stored, so not deleted: "+strings.Join(missing, ", "))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

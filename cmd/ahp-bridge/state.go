@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +50,20 @@ func openStateStore(cfg Config, log zerolog.Logger) (*store.SQLite, error) {
 	}
 	log.Info().Str("state", st.Path()).Msg("keeping sessions in the state file")
 	return st, nil
+}
+
+// announceAddress puts the address this bridge listens on into its holds
+// of sessions, so that another bridge refusing a turn on one of them can
+// say where it is driven.
+func (s *server) announceAddress(url string) {
+	if s.state == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateOpenTimeout)
+	defer cancel()
+	if err := s.state.SetAddress(ctx, strings.TrimSuffix(url, "/")); err != nil {
+		s.log.Warn().Err(err).Msg("could not record this bridge's address in the state file")
+	}
 }
 
 // stateOpenTimeout bounds opening (and migrating) the state file.

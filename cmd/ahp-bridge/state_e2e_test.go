@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +53,7 @@ func dialBridge(t *testing.T, url string) *client.Client {
 // starts, and each sees the session the other created.
 func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
-	urlA, _, _ := serveState(t, state)
+	urlA, bridgeA, _ := serveState(t, state)
 	urlB, _, _ := serveState(t, state)
 	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
 	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
@@ -62,7 +63,19 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, session, "sessions list reads the file while two bridges run")
-	_ = b
+
+	// B's turn on A's session is refused, naming A.
+	url := strings.TrimSuffix(strings.SplitN(urlA, "?", 2)[0], "/")
+	reason := rejectedTurn(t, b, defaultChat(t, a, session))
+	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
+	assert.Contains(t, reason, url)
+
+	// A stops: its session is no longer held, so it can be deleted while
+	// B runs.
+	stopServe(t, bridgeA)
+	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "deleted "+session+"\n", out)
 }
 
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
@@ -88,7 +101,8 @@ func TestStateCorruptFileIsMovedAside(t *testing.T) {
 }
 
 // TestStateSessionsCommand: list, show and export read the file while the
-// bridge runs; delete is refused until it stops, then deletes.
+// bridge runs; delete of the session it holds is refused, naming it, until
+// it stops, then deletes.
 func TestStateSessionsCommand(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	url, bridge, _ := serveState(t, state)
@@ -122,7 +136,8 @@ func TestStateSessionsCommand(t *testing.T) {
 
 	code, _, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
 	assert.Equal(t, exitError, code)
-	assert.Contains(t, errOut, "is locked", "delete needs the file to itself")
+	assert.Contains(t, errOut, "in use by the ahp-bridge with pid "+strconv.Itoa(bridge.Process.Pid), "delete refuses a session a running bridge holds")
+	assert.Contains(t, errOut, strings.TrimSuffix(strings.SplitN(url, "?", 2)[0], "/"), "and says where that bridge listens")
 
 	stopServe(t, bridge)
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
@@ -213,4 +228,23 @@ func turnText(parts []wire.ResponsePart) string {
 		}
 	}
 	return b.String()
+}
+
+// defaultChat is the default chat of a session the client watches.
+func defaultChat(t *testing.T, c *client.Client, session string) string {
+	t.Helper()
+	st, err := c.WaitFor(bridgetest.Context(t, 10*time.Second), session, func(s *wire.SessionState) bool { return s.DefaultChat != nil })
+	require.NoError(t, err)
+	return *st.DefaultChat
+}
+
+// rejectedTurn starts a turn on a chat that the client's bridge must
+// refuse, and returns the reason it gives.
+func rejectedTurn(t *testing.T, c *client.Client, chat string) string {
+	t.Helper()
+	_, err := c.StartTurn(bridgetest.Context(t, 10*time.Second), chat, client.NewUUID(), client.UserMessage("echo not here"))
+	var rej *client.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.NotNil(t, rej.Envelope.RejectionReason)
+	return *rej.Envelope.RejectionReason
 }
