@@ -2,10 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"strconv"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
