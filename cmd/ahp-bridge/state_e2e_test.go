@@ -50,11 +50,12 @@ func dialBridge(t *testing.T, url string) *client.Client {
 }
 
 // TestStateTwoBridgesShareAFile: a second bridge on the same state file
-// starts, and each sees the session the other created.
+// starts; a turn there on the first one's session is refused, naming the
+// first, until the first is killed; then the second takes it over.
 func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	urlA, bridgeA, _ := serveState(t, state)
-	urlB, _, _ := serveState(t, state)
+	urlB, bridgeB, _ := serveState(t, state)
 	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
 	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
 	turn := bridgetest.StartTurn(t, a, session, "echo one file, two bridges")
@@ -70,9 +71,22 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
 	assert.Contains(t, reason, url)
 
-	// A stops: its session is no longer held, so it can be deleted while
-	// B runs.
-	stopServe(t, bridgeA)
+	// A is killed (kill -9: no chance to release anything). B's next
+	// turn there runs: B sees A's pid is gone and takes the session over.
+	require.NoError(t, bridgeA.Process.Kill())
+	_ = bridgeA.Wait()
+	_, err := b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.NoError(t, err)
+	chat := defaultChat(t, b, session)
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), chat)
+	require.NoError(t, err)
+	turn = bridgetest.StartTurn(t, b, chat, "echo taken over")
+	bridgetest.WaitTurnEnd(t, b, chat, turn, 30*time.Second)
+
+	// B stops: nobody holds the session, so it can be deleted while
+	// another bridge runs.
+	stopServe(t, bridgeB)
+	serveState(t, state)
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, "deleted "+session+"\n", out)
