@@ -59,6 +59,14 @@ func TestManyStdioBridgesOneStateFile(t *testing.T) {
 	}
 	wg.Wait()
 
+	// Each bridge lists every session in the file, its own and the others'.
+	for i, e := range editors {
+		res := string(e.call(10, "listSessions", map[string]any{"channel": "ahp-root://"}))
+		for _, s := range sessions {
+			assert.Contains(t, res, s, "window %d lists %s", i, s)
+		}
+	}
+
 	// sessions list on the same default file, while all five run.
 	cmd := exec.Command(bin, "sessions", "list")
 	cmd.Env = env
