@@ -27,7 +27,9 @@
 //     which drops the checkpoint and its pieces.
 //   - serverSeq is not written per action: SeqReserve keeps a stored
 //     high-water mark a block ahead of the values handed out, and after a
-//     restart the host continues above it. Its documentation states the rule.
+//     restart the host continues above it. Bridges sharing the file each
+//     reserve blocks of their own (SeqBlocks), so they never hand out the
+//     same value. Its documentation states the rule.
 //
 // # Reading back
 //
@@ -45,8 +47,8 @@
 // its own `serve --stdio`): every write is one transaction that takes
 // SQLite's write lock at BEGIN and waits for it up to the busy timeout, and
 // nothing read from the file is kept in memory across calls that another
-// process's writes could make stale, except the serverSeq reserve, whose
-// rule holds across processes (SeqReserve). A session is driven by one
+// process's writes could make stale (the serverSeq reserve keeps only the
+// blocks it reserved for itself). A session is driven by one
 // bridge at a time, the one holding it (Claim, holders.go); a holder that
 // exited, cleanly or not, is taken over. A change counter that every
 // catalogue write raises (ChangeCount) lets the others notice new sessions

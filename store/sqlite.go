@@ -908,6 +908,20 @@ func (s *SQLite) RaiseSeqHighWater(ctx context.Context, v int64) error {
 	return nil
 }
 
+// ReserveSeqBlock implements SeqBlocks: the mark is read and raised in one
+// transaction, which holds the write lock from its BEGIN, so no other
+// bridge can reserve the same values.
+func (s *SQLite) ReserveSeqBlock(ctx context.Context, n int64) (int64, error) {
+	var mark int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `UPDATE seq SET high_water = high_water + ? WHERE id = 1 RETURNING high_water`, n).Scan(&mark)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reserving %d serverSeq values: %w", n, err)
+	}
+	return mark, nil
+}
+
 // --- reads ---
 
 // ListSessions implements Store. Sessions are ordered by modification time,
