@@ -263,6 +263,7 @@ func Open(opts Options) (*Host, error) {
 		if err := h.openDurable(opts.Store); err != nil {
 			return h, err
 		}
+		h.watchOthers() // others.go
 	}
 	return h, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,11 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	urlB, bridgeB, _ := serveState(t, state)
 	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
 	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
+	// B's root subscribers hear of the session A created, and B lists it.
+	waitNotification(t, b, "root/sessionAdded", session)
+	listed, err := b.ListSessions(bridgetest.Context(t, 10*time.Second))
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(listed, func(s wire.SessionSummary) bool { return s.Resource == session }), "B lists A's session")
 	turn := bridgetest.StartTurn(t, a, session, "echo one file, two bridges")
 	bridgetest.WaitTurnEnd(t, a, session, turn, 30*time.Second)
 
@@ -75,7 +81,7 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	// turn there runs: B sees A's pid is gone and takes the session over.
 	require.NoError(t, bridgeA.Process.Kill())
 	_ = bridgeA.Wait()
-	_, err := b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
 	require.NoError(t, err)
 	chat := defaultChat(t, b, session)
 	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), chat)
@@ -261,4 +267,17 @@ func rejectedTurn(t *testing.T, c *client.Client, chat string) string {
 	require.ErrorAs(t, err, &rej)
 	require.NotNil(t, rej.Envelope.RejectionReason)
 	return *rej.Envelope.RejectionReason
+}
+
+// waitNotification waits for a notification whose params mention what.
+func waitNotification(t *testing.T, c *client.Client, method, what string) {
+	t.Helper()
+	ctx := bridgetest.Context(t, 10*time.Second)
+	for {
+		ev, err := c.Next(ctx)
+		require.NoError(t, err, "no %s naming %s", method, what)
+		if ev.Method == method && strings.Contains(string(ev.Params), what) {
+			return
+		}
+	}
 }
