@@ -75,3 +75,14 @@ func (h *Host) heldElsewhere(channel string) string {
 	return (&store.HeldError{Session: session, Holder: holder}).Error() +
 		"; continue it in that bridge's window, or close that bridge to take it over here"
 }
+
+// notFoundOrHeld is the error for a channel that is not here: not found,
+// or, for a session another bridge holds, a message naming that bridge.
+// Serving such a session's history read-only here is not done yet.
+func (h *Host) notFoundOrHeld(uri string) *Error {
+	err := notFoundError(uri)
+	if reason := h.heldElsewhere(uri); reason != "" {
+		err.Message = reason
+	}
+	return err
+}

@@ -36,7 +36,7 @@ type view struct {
 func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, *Error) {
 	names := h.channelsFor(c, uri)
 	if len(names) == 0 {
-		return nil, notFoundError(uri)
+		return nil, h.notFoundOrHeld(uri) // holders.go
 	}
 	if err := h.mayWatch(c, names); err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 	chans := make([]*channel, len(names))
 	for i, n := range names {
 		if chans[i] = h.lookup(n); chans[i] == nil {
-			return nil, notFoundError(uri)
+			return nil, h.notFoundOrHeld(uri)
 		}
 	}
 	// The channels behind one URI are one channel, or a session and its

@@ -76,6 +76,10 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	reason := rejectedTurn(t, b, defaultChat(t, a, session))
 	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
 	assert.Contains(t, reason, url)
+	// So is a subscription there, for now (no read-only view yet).
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(bridgeA.Process.Pid))
 
 	// A is killed (kill -9: no chance to release anything). B's next
 	// turn there runs: B sees A's pid is gone and takes the session over.
