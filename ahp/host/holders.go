@@ -86,3 +86,18 @@ func (h *Host) notFoundOrHeld(uri string) *Error {
 	}
 	return err
 }
+
+// releaseSession gives up this bridge's hold of a session that left its
+// memory (disposed), so that another bridge may continue it. A failure is
+// logged: the hold then lasts until this bridge exits.
+func (h *Host) releaseSession(uri string) {
+	hs := h.holding()
+	if hs == nil || !hs.Holds(uri) {
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	if err := hs.Release(ctx, uri); err != nil {
+		h.log.Warn().Err(err).Str("session", uri).Msg("could not release a disposed session in the state file; other bridges can take it once this one exits")
+	}
+}

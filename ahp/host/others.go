@@ -94,6 +94,18 @@ scan:
 	}
 }
 
+// indexOther adds the chats of a session another bridge wrote to the chat
+// index (restore.go), which was built from the catalogue as it was then,
+// so that a client naming one of them here finds its session.
+func (h *Host) indexOther(uri string, sum *storedSession) {
+	for _, c := range sum.Summary.Chats {
+		h.indexChat(c.Resource, uri)
+	}
+	if sum.Summary.DefaultChat != nil {
+		h.indexChat(*sum.Summary.DefaultChat, uri)
+	}
+}
+
 // announceOther tells the root's subscribers of a session row that changed
 // in the store, unless it is one this host drives (it announced that
 // itself) or nothing a client sees changed.
@@ -105,6 +117,7 @@ func (h *Host) announceOther(w *othersWatch, s store.Session) {
 	if json.Unmarshal(s.Summary, &ss) != nil {
 		return
 	}
+	h.indexOther(s.URI, &ss)
 	body, err := json.Marshal(ss.Summary)
 	if err != nil {
 		return

@@ -279,6 +279,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	if h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}
+	h.releaseSession(uri) // holders.go
 	h.reply(r, nil, nil)
 }
 
