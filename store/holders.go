@@ -109,6 +109,9 @@ type Holding interface {
 	// ChangeCount returns the catalogue's change counter: it rises with
 	// every write, by any process, of a session, a chat or a turn.
 	ChangeCount(ctx context.Context) (int64, error)
+	// RemovedSince returns the sessions deleted by the changes after
+	// count n (a ChangeCount value), oldest first, for a day after.
+	RemovedSince(ctx context.Context, n int64) ([]string, error)
 }
 
 var _ Holding = (*SQLite)(nil)
@@ -323,6 +326,46 @@ func (s *SQLite) ChangeCount(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("reading the catalogue's change counter: %w", err)
 	}
 	return n, nil
+}
+
+// removedKept is how long a deleted session is remembered for
+// RemovedSince.
+const removedKept = 24 * time.Hour
+
+// RemovedSince implements Holding.
+func (s *SQLite) RemovedSince(ctx context.Context, n int64) ([]string, error) {
+	if err := s.usable(false); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT session_uri FROM removed_sessions WHERE n > ? ORDER BY n`, n)
+	if err != nil {
+		return nil, fmt.Errorf("reading the deleted sessions: %w", err)
+	}
+	defer rows.Close()
+	var uris []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, fmt.Errorf("reading the deleted sessions: %w", err)
+		}
+		uris = append(uris, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the deleted sessions: %w", err)
+	}
+	return uris, nil
+}
+
+// noteRemoved records, inside DeleteSession's transaction, that the
+// session is gone as of the change that transaction makes.
+func (s *SQLite) noteRemoved(ctx context.Context, tx *sql.Tx, uri string) error {
+	now := time.Now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO removed_sessions (n, session_uri, removed_ns)
+		VALUES ((SELECT n + 1 FROM changes WHERE id = 1), ?, ?)`, uri, toNS(now)); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM removed_sessions WHERE removed_ns < ?`, toNS(now.Add(-removedKept)))
+	return err
 }
 
 // writeCatalogue is write for the writes other bridges must notice: it

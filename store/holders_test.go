@@ -60,6 +60,12 @@ func TestTwoStoresShareOneFile(t *testing.T) {
 	require.NoError(t, b.DeleteSession(ctx, sess.URI))
 	n5, _ := a.ChangeCount(ctx)
 	assert.Greater(t, n5, n4, "a session deleted raises it")
+	removed, err := a.RemovedSince(ctx, n4)
+	require.NoError(t, err)
+	assert.Equal(t, []string{sess.URI}, removed, "and says which")
+	removed, err = a.RemovedSince(ctx, n5)
+	require.NoError(t, err)
+	assert.Empty(t, removed)
 }
 
 // Bridges started at once on a file that does not exist yet all open it,

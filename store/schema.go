@@ -145,7 +145,8 @@ CREATE TABLE provider_models (
 // random id per open store, so that two stores in one process are two
 // holders) and its heartbeat. changes is one counter that every write to the
 // session catalogue or its turns raises, in the same transaction, so that
-// the other bridges notice a change by reading one row.
+// the other bridges notice a change by reading one row; removed_sessions
+// says which sessions a change deleted.
 const schemaV5 = `
 CREATE TABLE holders (
 	session_uri  TEXT    PRIMARY KEY,
@@ -164,6 +165,14 @@ CREATE TABLE changes (
 	n  INTEGER NOT NULL
 );
 INSERT INTO changes (id, n) VALUES (1, 0);
+
+-- A session deleted, at change n, so that the other bridges can tell their
+-- clients it is gone; kept a day.
+CREATE TABLE removed_sessions (
+	n           INTEGER PRIMARY KEY,
+	session_uri TEXT    NOT NULL,
+	removed_ns  INTEGER NOT NULL
+);
 `
 
 // versionTable records the schema version; it exists before migration 1 so

@@ -835,7 +835,7 @@ func (s *SQLite) DeleteSession(ctx context.Context, uri string) error {
 		} else if n == 0 {
 			return ErrNotFound
 		}
-		return nil
+		return s.noteRemoved(ctx, tx, uri) // holders.go
 	})
 	if err != nil {
 		return fmt.Errorf("deleting session %s: %w", uri, err)

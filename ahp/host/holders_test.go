@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // Two hosts on one state file (two bridges; here in one process, so the
@@ -40,11 +41,18 @@ func TestTwoHostsShareAStateFile(t *testing.T) {
 	require.NotNil(t, err)
 	assert.Contains(t, err.Message, "held by another ahp-bridge")
 
-	// A disposes of it: A no longer holds it.
+	// A disposes of it: A no longer holds it, and B's root subscribers
+	// hear it is gone.
 	ca.mustCall("disposeSession", map[string]any{"channel": s.uri}, nil)
 	_, held, herr := stB.HolderOf(context.Background(), s.uri)
 	require.NoError(t, herr)
 	assert.False(t, held, "a disposed session is released")
+	// Deleted (by the dispose, or else as `sessions delete` would).
+	if err := stA.DeleteSession(context.Background(), s.uri); err != nil {
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+	removed := cb.nextNotification("root/sessionRemoved")
+	assert.Contains(t, string(removed.Params), s.uri)
 
 	// A second session, with a turn; A closes (releasing it); B's turn
 	// there takes it over and runs.

@@ -10,8 +10,8 @@ import (
 
 // Bridges sharing a state file see each other's sessions: listSessions
 // reads the store, and the root's subscribers hear of a session another
-// bridge creates or changes (root/sessionAdded, root/sessionSummaryChanged)
-// within about a second. The host polls the store's change counter, which
+// bridge creates, changes or deletes (root/sessionAdded,
+// root/sessionSummaryChanged, root/sessionRemoved) within about a second. The host polls the store's change counter, which
 // every catalogue write of any bridge raises, and when it moved reads the
 // catalogue back to the newest row it had seen.
 
@@ -66,7 +66,14 @@ func (h *Host) pollOthers(hs store.Holding, w *othersWatch) {
 	if err != nil || n == w.count {
 		return
 	}
+	removed, err := hs.RemovedSince(ctx, w.count)
+	if err != nil {
+		return // read again at the next poll
+	}
 	w.count = n
+	for _, uri := range removed {
+		h.announceRemoved(w, uri)
+	}
 	var changed []store.Session
 	newest := w.mark
 	q := store.ListQuery{Limit: 50}
@@ -92,6 +99,22 @@ scan:
 	for i := len(changed) - 1; i >= 0; i-- { // oldest first
 		h.announceOther(w, changed[i])
 	}
+}
+
+// announceRemoved tells the root's subscribers that another bridge (or
+// `ahp-bridge sessions delete`) deleted a session this host does not have
+// in memory.
+func (h *Host) announceRemoved(w *othersWatch, uri string) {
+	delete(w.summary, uri)
+	if h.lookup(uri) != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.broadcastRootLocked("root/sessionRemoved", map[string]any{"channel": RootURI, "session": uri})
 }
 
 // indexOther adds the chats of a session another bridge wrote to the chat
