@@ -96,10 +96,12 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	// B stops: nobody holds the session, so it can be deleted while
 	// another bridge runs.
 	stopServe(t, bridgeB)
-	serveState(t, state)
+	urlC, _, _ := serveState(t, state)
+	c := dialBridge(t, urlC)
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, "deleted "+session+"\n", out)
+	waitNotification(t, c, "root/sessionRemoved", session)
 }
 
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
