@@ -130,8 +130,12 @@ type holding struct {
 	every    time.Duration
 	now      func() time.Time
 
+	// mu serialises this store's writes of holds (claims, releases,
+	// heartbeats), which may wait for SQLite's write lock; heldMu guards
+	// held alone, so that Holds never waits for a write.
 	mu      sync.Mutex
 	address string
+	heldMu  sync.Mutex
 	held    map[string]bool
 
 	stop chan struct{}
@@ -156,6 +160,29 @@ func scanHolder(r scanner) (uri string, h Holder, err error) {
 	return uri, h, err
 }
 
+func (g *holding) isHeld(uri string) bool {
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
+	return g.held[uri]
+}
+
+func (g *holding) setHeld(uri string, held bool) {
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
+	if held {
+		g.held[uri] = true
+	} else {
+		delete(g.held, uri)
+	}
+}
+
+// heldCount is how many sessions this store holds.
+func (g *holding) heldCount() int {
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
+	return len(g.held)
+}
+
 // gone applies the rule to another holder's row.
 func (g *holding) gone(h Holder) bool {
 	if h.instance == g.instance {
@@ -177,7 +204,7 @@ func (s *SQLite) Claim(ctx context.Context, uri string) (*Holder, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.held[uri] {
+	if g.isHeld(uri) {
 		return nil, nil
 	}
 	var took *Holder
@@ -207,7 +234,7 @@ func (s *SQLite) Claim(ctx context.Context, uri string) (*Holder, error) {
 		}
 		return nil, fmt.Errorf("claiming session %s: %w", uri, err)
 	}
-	g.held[uri] = true
+	g.setHeld(uri, true)
 	return took, nil
 }
 
@@ -231,7 +258,7 @@ func (s *SQLite) Release(ctx context.Context, uris ...string) error {
 		return fmt.Errorf("releasing %d sessions: %w", len(uris), err)
 	}
 	for _, u := range uris {
-		delete(g.held, u)
+		g.setHeld(u, false)
 	}
 	return nil
 }
@@ -241,7 +268,8 @@ func (s *SQLite) releaseAll(ctx context.Context) error {
 	g := s.hold
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.held) == 0 {
+	n := g.heldCount()
+	if n == 0 {
 		return nil
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -249,9 +277,11 @@ func (s *SQLite) releaseAll(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("releasing this bridge's %d sessions: %w", len(g.held), err)
+		return fmt.Errorf("releasing this bridge's %d sessions: %w", n, err)
 	}
+	g.heldMu.Lock()
 	clear(g.held)
+	g.heldMu.Unlock()
 	return nil
 }
 
@@ -289,9 +319,7 @@ func (s *SQLite) Holds(uri string) bool {
 	if g == nil {
 		return false
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.held[uri]
+	return g.isHeld(uri)
 }
 
 // SetAddress implements Holding.
@@ -303,7 +331,7 @@ func (s *SQLite) SetAddress(ctx context.Context, addr string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.address = addr
-	if len(g.held) == 0 {
+	if g.heldCount() == 0 {
 		return nil
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -383,9 +411,7 @@ func (s *SQLite) writeCatalogue(ctx context.Context, fn func(tx *sql.Tx) error) 
 // forgetHold drops a deleted session from this store's holds.
 func (s *SQLite) forgetHold(uri string) {
 	if g := s.hold; g != nil {
-		g.mu.Lock()
-		delete(g.held, uri)
-		g.mu.Unlock()
+		g.setHeld(uri, false)
 	}
 }
 
@@ -422,7 +448,7 @@ func (s *SQLite) runHeartbeat() {
 		case <-t.C:
 		}
 		g.mu.Lock()
-		if len(g.held) > 0 {
+		if g.heldCount() > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), g.stale)
 			s.beatLocked(ctx)
 			cancel()
@@ -442,7 +468,7 @@ func (s *SQLite) beatLocked(ctx context.Context) {
 			return err
 		}
 		n, err := res.RowsAffected()
-		if err != nil || int(n) == len(g.held) {
+		if err != nil || int(n) == g.heldCount() {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT session_uri FROM holders WHERE instance = ?`, g.instance)
@@ -470,6 +496,8 @@ func (s *SQLite) beatLocked(ctx context.Context) {
 	for _, u := range still[:len(still)-1] {
 		keep[u] = true
 	}
+	g.heldMu.Lock()
+	defer g.heldMu.Unlock()
 	for u := range g.held {
 		if !keep[u] {
 			delete(g.held, u)
