@@ -34,8 +34,9 @@ type Options struct {
 	// migrated, moved or written (writes fail with ErrReadOnly).
 	ReadOnly bool
 	// BusyTimeout bounds how long a statement waits for SQLite's own locks,
-	// which other connections (readers, an inspector, a checkpoint) hold
-	// only briefly; zero means 5 s.
+	// which other connections (readers, an inspector, a checkpoint, the
+	// other bridges' writers) hold only for one transaction; zero means
+	// 5 s. A write that waits longer fails like any other (Health).
 	BusyTimeout time.Duration
 	// Readers bounds the connections serving reads; zero means 4. Each holds
 	// its own page cache of at most 2 MiB.
@@ -93,9 +94,11 @@ func (o Options) withDefaults() Options {
 }
 
 // SQLite is the Store kept in one SQLite file, through the pure-Go driver
-// modernc.org/sqlite (no cgo). Every write goes through a single connection,
-// so writers queue in Go instead of spinning on SQLite's busy handler; reads
-// use a small pool of their own, which WAL lets run beside the writer.
+// modernc.org/sqlite (no cgo). Every write of this store goes through a
+// single connection, so its writers queue in Go instead of spinning on
+// SQLite's busy handler, which only the other processes' writers (other
+// bridges on the file) make them wait in; reads use a small pool of their
+// own, which WAL lets run beside the writers.
 type SQLite struct {
 	path     string
 	readOnly bool
