@@ -155,6 +155,14 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 	fmt.Fprintf(tw, "working directories:\t%s\n", strings.Join(s.WorkingDirs, ", "))
 	fmt.Fprintf(tw, "created:\t%s\n", stamp(s.Created))
 	fmt.Fprintf(tw, "modified:\t%s\n", stamp(s.Modified))
+	held := false
+	if hs, ok := st.(store.Holding); ok {
+		// Which running bridge drives it, if one does (issue 25).
+		var h store.Holder
+		if h, held, _ = hs.HolderOf(ctx, s.URI); held {
+			fmt.Fprintf(tw, "driven by:\tthe ahp-bridge with %s\n", h)
+		}
+	}
 	if len(s.Config) > 0 {
 		var cfg struct {
 			Values map[string]any `json:"values"`
@@ -172,7 +180,9 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 		}
 		fmt.Fprintf(tw, "  agent session:\t%s\n", agent)
 		fmt.Fprintf(tw, "  turns:\t%d\n", c.Turns)
-		if a := c.ActiveTurn; a != nil {
+		if a := c.ActiveTurn; a != nil && held {
+			fmt.Fprintf(tw, "  running turn:\t%s, %d bytes saved at %s\n", a.TurnID, a.Bytes, stamp(a.Updated))
+		} else if a != nil {
 			fmt.Fprintf(tw, "  interrupted turn:\t%s, %d bytes saved at %s (ends as cancelled when the session is next opened)\n",
 				a.TurnID, a.Bytes, stamp(a.Updated))
 		}

@@ -146,6 +146,7 @@ func TestStateSessionsCommand(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "session:")
 	assert.Regexp(t, `turns:\s+1\n`, out)
+	assert.Regexp(t, `driven by:\s+the ahp-bridge with pid `+strconv.Itoa(bridge.Process.Pid), out, "show names the bridge driving it")
 
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "export", "--state", state, session)
 	require.Equal(t, exitOK, code, errOut)
