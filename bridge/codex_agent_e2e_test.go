@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -26,8 +27,8 @@ import (
 // installs it with its linux-x64 binary package (keep the versions in
 // step, and in README.md).
 const (
-	codexACP       = "@zed-industries/codex-acp@0.16.0"
-	codexACPBinary = "@zed-industries/codex-acp-linux-x64@0.16.0"
+	codexACPVersion = "0.16.0"
+	codexACP        = "@zed-industries/codex-acp@" + codexACPVersion
 	// codexModel is a model Codex knows (it warns in the chat about any
 	// other), codexOtherModel the one a model change picks.
 	codexModel      = "gpt-5.4"
@@ -42,7 +43,16 @@ const codexAllowOnce = "approved"
 func codexProvider(t *testing.T, llm *mockopenai.Server) *acp.Provider {
 	t.Helper()
 	testenv.NPMFile(t, codexACP, "@zed-industries/codex-acp/bin/codex-acp.js")
-	bin := testenv.NPMFile(t, codexACPBinary, "@zed-industries/codex-acp-linux-x64/bin/codex-acp")
+	// The binary comes in a package per platform, an optional dependency
+	// of codex-acp (its bin script only finds and starts it).
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	goos, exe := runtime.GOOS, ""
+	if goos == "windows" {
+		goos, exe = "win32", ".exe"
+	}
+	platform := "codex-acp-" + goos + "-" + arch
+	bin := testenv.NPMFile(t, "@zed-industries/"+platform+"@"+codexACPVersion,
+		"@zed-industries/"+platform+"/bin/codex-acp"+exe)
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	// Codex refuses to set up its helper commands (apply_patch) under the
