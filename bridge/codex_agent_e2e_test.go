@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -188,10 +189,14 @@ func codexSession(t *testing.T, r *acpRig, dir, mode string) string {
 	}
 	ch := bridgetest.CreateSessionWith(t, r.c, params)
 	if mode != "" {
-		st, err := r.c.Session(ch)
-		require.NoError(t, err)
-		require.NotNil(t, st.Config)
-		require.Equal(t, mode, st.Config.Values["mode"], "the session runs in mode %s", mode)
+		// The agent reports its settings once its session exists, which
+		// may be just after the bridge called the session ready.
+		ctx := bridgetest.Context(t, 10*time.Second)
+		st, err := r.c.WaitFor(ctx, ch, func(s *wire.SessionState) bool { return s.Config != nil && s.Config.Values["mode"] == mode })
+		if err != nil {
+			st, _ = r.c.Session(ch)
+		}
+		require.NoError(t, err, "the session runs in mode %s; it has %+v", mode, st.Config)
 	}
 	return ch
 }
