@@ -20,11 +20,13 @@ import (
 // with a turn of a real agent, and what it checks.
 
 // slowCancelChunks and slowCancelDelay shape the reply a cancel test
-// interrupts: long enough (6 s) that the cancel always lands mid-stream,
-// though a passing test only waits for its first piece.
+// interrupts: long enough (20 s) that the cancel lands mid-stream even on
+// a loaded machine, though a passing test only waits for its first piece
+// (the agents stop reading when the turn is cancelled, and the mocks stop
+// sending then).
 const (
-	slowCancelChunks = 40
-	slowCancelDelay  = 150 * time.Millisecond
+	slowCancelChunks = 80
+	slowCancelDelay  = 250 * time.Millisecond
 )
 
 // slowCancelText is the reply a cancel test streams.
