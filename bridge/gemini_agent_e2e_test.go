@@ -57,8 +57,10 @@ func geminiProvider(t *testing.T, llm *mockgemini.Server) *acp.Provider {
 		"GEMINI_CLI_NO_RELAUNCH=true",
 		"PATH=" + os.Getenv("PATH"),
 	}
+	// StartTimeout: the CLI loads a large bundle before it answers
+	// initialize, which takes long on a loaded two-core machine.
 	return acp.NewProvider(acp.Config{ID: "gemini", DisplayName: "Gemini CLI", Command: []string{node, script, "--acp"},
-		Env: env, CoalesceText: true}, testLogger(t).With().Str("component", "acp").Logger())
+		Env: env, CoalesceText: true, StartTimeout: acpTimeout}, testLogger(t).With().Str("component", "acp").Logger())
 }
 
 // TestGeminiAgent runs the scenarios of the slow tier against one
