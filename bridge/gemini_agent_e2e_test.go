@@ -147,8 +147,14 @@ func geminiText(t *testing.T, r *acpRig, llm *mockgemini.Server) {
 	require.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
 	assert.Equal(t, "Answer to: hello gemini", acpTurnText(turn.ResponseParts))
 	assert.Empty(t, acpPartsOf[wire.ToolCallResponsePart](turn.ResponseParts))
-	geminiMain(t, llm, "hello gemini")
+	main := geminiMain(t, llm, "hello gemini")
 	t.Logf("other requests: %v", llm.Other())
+	// Gemini CLI reports the tokens the model reported for the turn's
+	// conversation (not its side questions) in the prompt's result
+	// (_meta.quota) only (issue 26, finding 5).
+	require.NotNil(t, turn.Usage, "the client sees the turn's tokens")
+	assert.Equal(t, int64(main.PromptTokens), valueOf(turn.Usage.InputTokens), "input tokens")
+	assert.Equal(t, int64(main.CandidatesTokens), valueOf(turn.Usage.OutputTokens), "output tokens")
 }
 
 // geminiShellWithoutApproval: a read-only command (echo) runs without

@@ -166,3 +166,12 @@ func slowAgentTier(t *testing.T) {
 // forTest is the rig as seen from test t (a subtest sharing the rig's
 // bridge, client and agent).
 func (r *acpRig) forTest(t *testing.T) *acpRig { return &acpRig{t: t, env: r.env, c: r.c} }
+
+// valueOf is *p, or zero for nil.
+func valueOf[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -41,6 +41,9 @@ type Request struct {
 	} `json:"generationConfig"`
 	// Raw is the whole request body.
 	Raw json.RawMessage `json:"-"`
+	// PromptTokens and CandidatesTokens are the usage the mock reported
+	// for the request (Requests has them once the reply was sent).
+	PromptTokens, CandidatesTokens int `json:"-"`
 }
 
 // Content is one turn of the conversation: role "user" or "model".
@@ -229,6 +232,12 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	s.n++
 	n := s.n
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.requests[n-1].PromptTokens = req.PromptTokens
+		s.requests[n-1].CandidatesTokens = req.CandidatesTokens
+		s.mu.Unlock()
+	}()
 
 	var reply Reply
 	if req.WantsJSON() {
@@ -245,8 +254,9 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 			reply.Calls[i].ID = fmt.Sprintf("call_mock%04d_%d", n, i)
 		}
 	}
-	usage := map[string]any{"promptTokenCount": len(body)/4 + 1, "candidatesTokenCount": len(reply.Text)/4 + 1,
-		"totalTokenCount": len(body)/4 + len(reply.Text)/4 + 2}
+	req.PromptTokens, req.CandidatesTokens = len(body)/4+1, len(reply.Text)/4+1
+	usage := map[string]any{"promptTokenCount": req.PromptTokens, "candidatesTokenCount": req.CandidatesTokens,
+		"totalTokenCount": req.PromptTokens + req.CandidatesTokens}
 	var chunks []map[string]any
 	for _, piece := range split(reply.Text, reply.Chunks) {
 		chunks = append(chunks, candidate([]any{map[string]any{"text": piece}}, nil))
