@@ -76,6 +76,8 @@ func TestStreamedTextThenCall(t *testing.T) {
 	assert.NotEmpty(t, call.ID)
 	assert.Positive(t, chunks[3].UsageMetadata["totalTokenCount"])
 	require.Len(t, got, 1)
+	assert.Equal(t, chunks[3].UsageMetadata["promptTokenCount"], s.Requests()[0].PromptTokens, "the usage reported is recorded")
+	assert.Equal(t, chunks[3].UsageMetadata["candidatesTokenCount"], s.Requests()[0].CandidatesTokens)
 	assert.Equal(t, "gemini-x", got[0].Model)
 	assert.True(t, got[0].Stream)
 	assert.True(t, got[0].HasFunction("run_shell_command"))
