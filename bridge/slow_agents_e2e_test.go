@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -141,13 +140,6 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 	return took
 }
 
-func jsonOf(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b)
-}
 
 // slowAgentsEnv gates the Gemini CLI and Codex tests: two more real
 // agents under -race do not fit in the two minutes `go test -race ./...`
