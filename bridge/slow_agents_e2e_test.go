@@ -140,7 +140,6 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 	return took
 }
 
-
 // slowAgentsEnv gates the Gemini CLI and Codex tests: two more real
 // agents under -race do not fit in the two minutes `go test -race ./...`
 // may take on two cores beside the rest, so .ci/run runs them in a step of
