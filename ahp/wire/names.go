@@ -8,7 +8,7 @@ import (
 
 // Channel names. AHP leaves most URIs to whoever creates the channel;
 // these are the forms VS Code's Agents window computes itself and expects a
-// host to use (docs/protocol-versions.md, "Channel names"):
+// host to use (docs/protocol-versions.md §17):
 //
 //   - a session: `<provider>:/<uuid>`, minted by the client;
 //   - its default chat: `ahp-chat://default/<base64url(session URI)>`;
