@@ -62,14 +62,14 @@ func clientFlags(a *clientArgs, watch *bool) *flag.FlagSet {
 
 // isSessionURI reports whether uri can name a session: ahp-session:/…, or
 // any other "scheme:/path" URI whose scheme is not one of AHP's own
-// (ahp-chat:, ahp-root:, …), such as the <provider>:/<uuid> an ahpx (AHP
+// (ahp-chat:, ahp-root:, …) nor VS Code's agenthost-terminal:, such as the <provider>:/<uuid> an ahpx (AHP
 // 0.5.x) client names its sessions with, which the host keeps and lists.
 func isSessionURI(uri string) bool {
 	i := strings.Index(uri, ":/")
 	if i <= 0 || len(uri) <= i+2 || strings.ContainsAny(uri, " \t\r\n") {
 		return false
 	}
-	return strings.HasPrefix(uri, "ahp-session:") || !strings.HasPrefix(uri, "ahp-")
+	return strings.HasPrefix(uri, "ahp-session:") || !strings.HasPrefix(uri, "ahp-") && !wire.IsTerminalURI(uri)
 }
 
 // parseClientArgs parses flags and positional arguments in any order:
