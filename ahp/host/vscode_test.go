@@ -328,7 +328,7 @@ func TestStoredOldChatNamesKeepWorking(t *testing.T) {
 	const old = "ahp-chat:/old"
 	renameChatInStore(t, path, s.chat, old)
 
-	hs, _ = storedHarness(t, path, Options{})
+	hs, st = storedHarness(t, path, Options{})
 	c = hs.dial(t, "vscode")
 	vscodeInitialize(c, []string{"0.9.0", "0.7.0"}, "ahp-root://")
 	var names sessionNames
@@ -352,7 +352,18 @@ func TestStoredOldChatNamesKeepWorking(t *testing.T) {
 	assert.Equal(t, s.uri, e.Channel)
 	assert.Equal(t, "Renamed", hs.readSession(t, s.uri).Title)
 
-	// A session made now takes the derived name.
+	// A session made now takes the derived name, and keeps it in the
+	// state file: after a restart its chat is found by that name alone.
 	fresh := hs.createSession(c, vscodeSession)
 	assert.Equal(t, wire.DefaultChatURI(vscodeSession), fresh.chat)
+	c.accepted(fresh.chat, &wire.ChatTurnStartedAction{TurnID: "f1", Message: userMsg("hi")})
+	c.close()
+	hs, _ = restart(t, hs, st, path, Options{})
+	c = hs.dial(t, "vscode-again")
+	vscodeInitialize(c, []string{"0.9.0"}, "ahp-root:")
+	require.NoError(t, json.Unmarshal(c.subscribe(fresh.chat).State, &chat))
+	assert.Equal(t, fresh.chat, chat.Resource)
+	assert.NotEmpty(t, chat.Turns, "with its turn")
+	require.NoError(t, json.Unmarshal(c.subscribe(vscodeSession).State, &names))
+	assert.Equal(t, fresh.chat, *names.DefaultChat)
 }
