@@ -61,7 +61,7 @@ func ParseChatURI(uri string) (ChatName, bool) {
 		return ChatName{}, false
 	}
 	id, path, ok := strings.Cut(rest, "/")
-	if !ok || id == "" || path == "" || strings.ContainsAny(rest, "?# \t\r\n") {
+	if !ok || id == "" || path == "" || strings.ContainsAny(rest, "?#") || !printable(rest) {
 		return ChatName{}, false
 	}
 	enc, tool := path, ""
@@ -144,15 +144,18 @@ func IsChatURI(uri string) bool { return strings.HasPrefix(uri, ChatScheme) }
 // caller compares ParseChatURI's session with its own.
 func ValidChatURI(uri string) bool {
 	rest, ok := strings.CutPrefix(uri, ChatScheme)
-	if !ok || strings.Trim(rest, "/") == "" {
-		return false
-	}
-	for _, r := range rest {
-		if r <= ' ' || r == 0x7f {
+	return ok && strings.Trim(rest, "/") != "" && printable(rest)
+}
+
+// printable reports whether s is UTF-8 without spaces or control
+// characters, as a URI must be.
+func printable(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || r == utf8.RuneError {
 			return false
 		}
 	}
-	return utf8.ValidString(rest)
+	return true
 }
 
 // IsTerminalURI reports whether uri names a terminal channel: AHP's

@@ -1,6 +1,10 @@
 package wire
 
-import "testing"
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
 
 // The golden URIs were computed outside Go (coreutils base64, '+/' → '-_',
 // padding removed), the way VS Code's buildDefaultChatUri encodes.
@@ -100,4 +104,28 @@ func TestIsRootChannel(t *testing.T) {
 			t.Errorf("IsRootChannel(%q) = %v, want %v", uri, got, want)
 		}
 	}
+}
+
+// FuzzChatURI: ParseChatURI takes any string without panicking, and
+// recovers the session and chat id of every name ChatURI builds from a
+// session URI and a plain chat id.
+func FuzzChatURI(f *testing.F) {
+	f.Add("claude:/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "default")
+	f.Add("ahp-session:/x?y#z", "5d3c")
+	f.Add("demo:/ü", "side")
+	f.Fuzz(func(t *testing.T, session, id string) {
+		ParseChatURI(session) // arbitrary input
+		uri := ChatURI(session, id)
+		name, ok := ParseChatURI(uri)
+		plainID := id != "" && id != SubagentChatID && !strings.ContainsAny(id, "/?#") && printable(id)
+		if _, isURI := decodeSession(base64.RawURLEncoding.EncodeToString([]byte(session))); !plainID || !isURI {
+			return
+		}
+		if !ok || name != (ChatName{Session: session, ChatID: id}) {
+			t.Fatalf("ParseChatURI(ChatURI(%q, %q) = %q) = %+v, %v", session, id, uri, name, ok)
+		}
+		if !ValidChatURI(uri) {
+			t.Fatalf("ChatURI(%q, %q) = %q is not a valid chat URI", session, id, uri)
+		}
+	})
 }
