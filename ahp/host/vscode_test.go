@@ -135,6 +135,24 @@ func TestVSCodeRootAlias(t *testing.T) {
 			for _, m := range c.backlog {
 				assert.NotEqual(t, wire.MethodRootSessionAdded, m.Method, "no root notifications after unsubscribing")
 			}
+
+			// VS Code's reconnect (no channel) with the root as ahp-root:
+			// replays what the root saw and subscribes it again.
+			last := hs.h.Stats().ServerSeq
+			hs.dispatch(t, RootURI, &wire.RootConfigChangedAction{Config: map[string]any{"x": 1}})
+			r := hs.dial(t, "vscode")
+			var res struct {
+				Type    string            `json:"type"`
+				Actions []json.RawMessage `json:"actions"`
+				Missing []string          `json:"missing"`
+			}
+			r.mustCall("reconnect", map[string]any{"clientId": "vscode", "lastSeenServerSeq": last,
+				"subscriptions": []string{"ahp-root:", vscodeSession}}, &res)
+			assert.Equal(t, "replay", res.Type)
+			assert.Empty(t, res.Missing)
+			require.Len(t, res.Actions, 1, "the root's action since lastSeenServerSeq")
+			r.mustCall("createSession", map[string]any{"channel": "fake:/third", "provider": "fake"}, nil)
+			r.nextNotification(wire.MethodRootSessionAdded)
 		})
 	}
 }
