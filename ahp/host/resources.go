@@ -19,9 +19,9 @@ import (
 // family, file: URIs only). Every one goes through the connection's
 // sandbox (files.go), resourceList and resourceResolve also through its
 // browse roots' (serveBrowsing), and runs in a goroutine of its own
-// (async), since a
-// file system can be slow; their results need no translation, since no
-// dialect this host speaks changed them (docs/protocol-versions.md).
+// (async), since a file system can be slow; their results need no
+// translation, since no dialect this host speaks changed them
+// (docs/protocol-versions.md).
 
 // mtimeLayout is how times are sent: ISO 8601 in UTC with milliseconds,
 // as the host's other timestamps.
