@@ -173,26 +173,26 @@ func (h *Host) sandboxFor(c *conn) (*sandbox.Sandbox, error) {
 }
 
 // browseRoots are the directories any connection may list and resolve
-// in (Options.BrowseRoots and Options.DefaultDirectory), as paths.
-func (h *Host) browseRoots() []string {
-	var out []string
+// in (Options.DefaultDirectory and Options.BrowseRoots), as paths, and
+// those that name no absolute local directory.
+func (h *Host) browseRoots() (roots, bad []string) {
 	for _, d := range append([]string{h.opts.DefaultDirectory}, h.opts.BrowseRoots...) {
 		if d == "" {
 			continue
 		}
 		if p, ok := dirPath(d); ok {
-			out = append(out, p)
+			roots = append(roots, p)
 		} else {
-			h.log.Warn().Str("dir", d).Msg("a browse root is not an absolute path or a local file URI; ignored")
+			bad = append(bad, d)
 		}
 	}
-	return out
+	return roots, bad
 }
 
 // browseFor returns c's browse sandbox: read-only, over the browse roots
 // that exist. It is nil when the host has no browse roots.
 func (h *Host) browseFor(c *conn) (*sandbox.Sandbox, error) {
-	roots := h.browseRoots()
+	roots, bad := h.browseRoots()
 	if len(roots) == 0 {
 		return nil, nil
 	}
@@ -208,12 +208,16 @@ func (h *Host) browseFor(c *conn) (*sandbox.Sandbox, error) {
 			return nil, fmt.Errorf("making the connection's browsing sandbox: %w", err)
 		}
 		f.browse, f.browsed = box, map[string]struct{}{}
+		if len(bad) > 0 {
+			c.log.Warn().Strs("dirs", bad).Msg("browse roots that are not absolute paths or local file URIs are ignored")
+		}
 	}
 	for _, d := range roots {
 		if _, ok := f.browsed[d]; ok {
 			continue
 		}
 		if err := f.browse.AddRoot(d); err != nil {
+			// One that does not exist (yet) is tried again next time.
 			c.log.Debug().Err(err).Str("dir", d).Msg("a browse root cannot be served")
 			continue
 		}

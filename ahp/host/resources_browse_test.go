@@ -20,6 +20,7 @@ import (
 //
 //	base/home   the default directory (a browse root)
 //	base/extra  a --browse-root, given as a file: URI
+//	base/later  a --browse-root that does not exist yet
 //	base/out    nobody's
 type browseWorld struct {
 	hs                *harness
@@ -38,7 +39,8 @@ func newBrowseWorld(t *testing.T) *browseWorld {
 	require.NoError(t, os.Symlink("../out", filepath.Join(w.home, "link-out")))
 	require.NoError(t, os.Symlink(filepath.Join(w.out, "secret.txt"), filepath.Join(w.home, "secret-link")))
 	require.NoError(t, os.Symlink("proj", filepath.Join(w.home, "link-in")))
-	w.hs = newHarness(t, Options{DefaultDirectory: w.home, BrowseRoots: []string{fileURI(w.extra)}})
+	later := filepath.Join(w.base, "later")
+	w.hs = newHarness(t, Options{DefaultDirectory: w.home, BrowseRoots: []string{fileURI(w.extra), later}})
 	w.c = w.hs.dial(t, "picker")
 	w.c.initialize(RootURI)
 	return w
@@ -137,6 +139,13 @@ func TestResourceBrowseRoots(t *testing.T) {
 		assert.Contains(t, list(c, w.home), "notes.txt")
 		got, _ := c.readFile(filepath.Join(w.home, "proj", "main.go"), "")
 		assert.Equal(t, "package main", string(got), "the session's own directory is served in full")
+	})
+
+	t.Run("a browse root made later", func(t *testing.T) {
+		later := filepath.Join(w.base, "later")
+		denied(t, c, "resourceList", map[string]any{"uri": fileURI(later)})
+		writeFile(t, filepath.Join(later, "x.txt"), "x")
+		assert.Equal(t, map[string]string{"x.txt": "file"}, list(c, later))
 	})
 
 	t.Run("only names and types: everything else refused", func(t *testing.T) {
