@@ -149,6 +149,8 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server,
 		MaxPendingRequests:      cfg.MaxPendingRequests,
 		ServerName:              "ahp-bridge",
 		ReadOnlyFiles:           cfg.ReadOnlyFiles,
+		DefaultDirectory:        cfg.DefaultDirectory,
+		BrowseRoots:             cfg.BrowseRoots,
 	}
 	if s.state != nil {
 		opts.Store = s.state
