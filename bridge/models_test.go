@@ -1,0 +1,156 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/mapping"
+	"github.com/ahp-bridge/ahp-bridge/store"
+)
+
+// memModels is a ModelStore in memory.
+type memModels struct {
+	mu   sync.Mutex
+	data map[string]json.RawMessage
+	puts int
+}
+
+func (m *memModels) PutProviderModels(ctx context.Context, provider string, models json.RawMessage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		m.data = map[string]json.RawMessage{}
+	}
+	m.data[provider] = append(json.RawMessage(nil), models...)
+	m.puts++
+	return nil
+}
+
+func (m *memModels) ProviderModels(ctx context.Context, provider string) (json.RawMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if raw, ok := m.data[provider]; ok {
+		return raw, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (m *memModels) get(provider string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return string(m.data[provider])
+}
+
+// probingProvider is a fakeProvider that allows the bridge to probe it.
+type probingProvider struct{ fakeProvider }
+
+func (p *probingProvider) Info() backend.ProviderInfo {
+	info := p.fakeProvider.Info()
+	info.ProbeModels = true
+	return info
+}
+
+// modelBridge starts a bridge over p with the model store ms and returns
+// its fake host.
+func modelBridge(t *testing.T, p backend.Provider, ms ModelStore) (*Bridge, *fakeHost) {
+	t.Helper()
+	h := newFakeHost(t, &testClock{now: 1_700_000_000_000})
+	n := 0
+	var idMu sync.Mutex
+	b := New([]backend.Provider{p}, Options{
+		Approve: mapping.PolicyAsk,
+		Logger:  zerolog.New(zerolog.NewTestWriter(t)),
+		NewID:   func() string { idMu.Lock(); defer idMu.Unlock(); n++; return fmt.Sprintf("id%d", n) },
+		Models:  ms,
+	})
+	b.Attach(h)
+	require.NoError(t, b.Start(t.Context()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	})
+	return b, h
+}
+
+func rootModels(h *fakeHost) []wire.SessionModelInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.root.Agents) == 0 {
+		return nil
+	}
+	return h.root.Agents[0].Models
+}
+
+// The models an earlier run stored are in AgentInfo.models from the start,
+// before any session; the provider is not started for them.
+func TestStoredModelsArePublishedAtStart(t *testing.T) {
+	ms := &memModels{data: map[string]json.RawMessage{
+		"fake": json.RawMessage(`[{"id":"opus","provider":"fake","name":"Claude Opus"},{"id":"haiku","provider":"fake","name":"haiku"}]`),
+	}}
+	p := &probingProvider{fakeProvider{id: "fake"}}
+	_, h := modelBridge(t, p, ms)
+	assert.Equal(t, []wire.SessionModelInfo{
+		{ID: "opus", Provider: "fake", Name: "Claude Opus"},
+		{ID: "haiku", Provider: "fake", Name: "haiku"},
+	}, rootModels(h))
+	assert.Zero(t, p.opened(), "stored models need no probe")
+	assert.Zero(t, ms.puts)
+}
+
+// What a session's agent reports is stored for the next start, and
+// published at once (root/agentsChanged).
+func TestSessionModelsAreStored(t *testing.T) {
+	ms := &memModels{}
+	p := &fakeProvider{id: "fake"}
+	r := &rig{t: t, prov: p, clock: &testClock{now: 1_700_000_000_000}}
+	r.b, r.host = modelBridge(t, p, ms)
+	assert.Empty(t, rootModels(r.host), "nothing known and no probe allowed")
+	require.Equal(t, wire.SessionLifecycleReady, r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil))
+	assert.Len(t, rootModels(r.host), 3)
+	assert.JSONEq(t, `[{"id":"m1","provider":"fake","name":"m1"},{"id":"m2","provider":"fake","name":"m2"},{"id":"m3","provider":"fake","name":"m3"}]`, ms.get("fake"))
+
+	// A restarted bridge publishes them before any session.
+	_, h2 := modelBridge(t, &fakeProvider{id: "fake"}, ms)
+	assert.Len(t, rootModels(h2), 3)
+}
+
+// A provider never run before, which allows a probe, is started once with
+// a throwaway session in an empty directory of its own; its models are
+// published and stored, and the session is closed.
+func TestProbeLearnsTheModelsOfANewProvider(t *testing.T) {
+	ms := &memModels{}
+	p := &probingProvider{fakeProvider{id: "fake"}}
+	_, h := modelBridge(t, p, ms)
+	h.waitFor("the probe's models", func() bool { return len(h.root.Agents) == 1 && len(h.root.Agents[0].Models) == 3 })
+	require.Equal(t, 1, p.opened())
+	p.mu.Lock()
+	s := p.sessions[0]
+	p.mu.Unlock()
+	assert.NotEmpty(t, s.opts.Cwd)
+	require.Eventually(t, s.isClosed, 5*time.Second, 10*time.Millisecond, "the throwaway session is closed")
+	assert.NoDirExists(t, s.opts.Cwd, "its directory is removed")
+	require.Eventually(t, func() bool { return ms.get("fake") != "" }, 5*time.Second, 10*time.Millisecond)
+}
+
+// A probe that fails (the agent wants a sign-in first) blocks nothing and
+// leaves the catalogue as it was.
+func TestFailedProbeBlocksNothing(t *testing.T) {
+	p := &probingProvider{fakeProvider{id: "fake", openErr: fmt.Errorf("authentication required")}}
+	b, h := modelBridge(t, p, &memModels{})
+	assert.Empty(t, rootModels(h))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b.Close(ctx) // the probe's goroutine has ended
+	assert.Empty(t, rootModels(h))
+}
