@@ -154,3 +154,40 @@ func TestFailedProbeBlocksNothing(t *testing.T) {
 	b.Close(ctx) // the probe's goroutine has ended
 	assert.Empty(t, rootModels(h))
 }
+
+// effortProvider's sessions also report an "effort" setting.
+type effortProvider struct{ fakeProvider }
+
+func (p *effortProvider) OpenSession(ctx context.Context, opts backend.SessionOptions, sink backend.Sink) (backend.Session, error) {
+	s, err := p.fakeProvider.OpenSession(ctx, opts, sink)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.(*fakeSession).config()
+	cfg.Options = append(cfg.Options, backend.ConfigOption{ID: "effort", Name: "Effort", Current: "low", Values: []backend.ConfigValue{{ID: "low"}, {ID: "high"}}})
+	sink.Event(cfg)
+	return s, nil
+}
+
+// A VS Code turn: the client's turnId is the turn's id everywhere, and the
+// model configuration its message carries is asked of the agent before the
+// prompt (the fake agent refuses it: the turn says so and runs on).
+func TestTurnKeepsTheClientsTurnIDAndModelConfig(t *testing.T) {
+	p := &effortProvider{fakeProvider{id: "fake"}}
+	r := newRigOver(t, mapping.PolicyAsk, p)
+	require.Equal(t, wire.SessionLifecycleReady, r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil))
+	const turnID = "vscode-request-7f3a"
+	msg := wire.Message{Text: "hi", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser},
+		Model: &wire.ModelSelection{ID: "m1", Config: map[string]wire.JsonPrimitive{"effort": "high", "contextTier": "1m"}}}
+	r.host.client(r.b, chat1, wire.Action(&wire.ChatTurnStartedAction{TurnID: turnID, StartedAt: "2026-11-28T15:00:00.000Z", Message: msg}))
+	turn := r.host.turn(chat1, turnID)
+	assert.Equal(t, wire.TurnStateComplete, turn.State)
+	assert.Equal(t, []string{"set effort=high", "prompt hi"}, p.session(chat1).callLog(), "the setting before the prompt; keys the agent lacks left out")
+	parts, err := json.Marshal(turn.ResponseParts)
+	require.NoError(t, err)
+	assert.Contains(t, string(parts), "effort", "the refusal is said in the turn")
+	r.host.mu.Lock()
+	defer r.host.mu.Unlock()
+	require.Len(t, r.host.chats[chat1].Turns, 1)
+	assert.Equal(t, turnID, r.host.chats[chat1].Turns[0].ID)
+}
