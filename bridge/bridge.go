@@ -82,6 +82,9 @@ type Bridge struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// storeMu orders the writes of providers' models (models.go).
+	storeMu sync.Mutex
+
 	mu       sync.Mutex
 	sessions map[string]*session // by session URI
 	chats    map[string]*chat    // by chat URI, of every session
@@ -206,7 +209,7 @@ func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption, openi
 	b.models[provider] = models
 	b.mu.Unlock()
 	if !same {
-		b.storeModels(provider, models) // models.go
+		b.storeModels(provider) // models.go, in the background
 		if err := b.publishAgents(); err != nil {
 			b.log.Warn().Err(err).Msg("could not republish agents")
 		}

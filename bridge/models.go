@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
@@ -109,22 +110,44 @@ func (b *Bridge) storedModels(provider string) []backend.ModelInfo {
 	return out
 }
 
-// storeModels remembers a provider's models for the next start. A failure
-// is logged: the models are still published for this run.
-func (b *Bridge) storeModels(provider string, models []backend.ModelInfo) {
+// storeModels remembers a provider's models for the next start, in the
+// background: it is called under a chat's lock, and a write to the state
+// file must not hold up the chat's events. Each write stores the models the
+// provider has when it runs (storeMu orders them), so the last one stored is
+// the newest. A failure is logged: the models are still published for this
+// run.
+func (b *Bridge) storeModels(provider string) {
 	if b.opts.Models == nil {
 		return
 	}
-	raw, err := json.Marshal(modelInfos(provider, models))
-	if err != nil {
-		b.log.Warn().Err(err).Str("provider", provider).Msg("could not encode the provider's models")
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, modelStoreTimeout)
-	defer cancel()
-	if err := b.opts.Models.PutProviderModels(ctx, provider, raw); err != nil {
-		b.log.Warn().Err(err).Str("provider", provider).Msg("could not store the provider's models for the next start")
-	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		b.storeMu.Lock()
+		defer b.storeMu.Unlock()
+		b.mu.Lock()
+		models := slices.Clone(b.models[provider])
+		b.mu.Unlock()
+		if len(models) == 0 {
+			return
+		}
+		raw, err := json.Marshal(modelInfos(provider, models))
+		if err != nil {
+			b.log.Warn().Err(err).Str("provider", provider).Msg("could not encode the provider's models")
+			return
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, modelStoreTimeout)
+		defer cancel()
+		if err := b.opts.Models.PutProviderModels(ctx, provider, raw); err != nil {
+			b.log.Warn().Err(err).Str("provider", provider).Msg("could not store the provider's models for the next start")
+		}
+	}()
 }
 
 // modelInfos is how models are published in AgentInfo.models.

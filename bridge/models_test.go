@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +119,7 @@ func TestSessionModelsAreStored(t *testing.T) {
 	assert.Empty(t, rootModels(r.host), "nothing known and no probe allowed")
 	require.Equal(t, wire.SessionLifecycleReady, r.createSession(sess1, chat1, wire.CreateSessionParams{}, nil))
 	assert.Len(t, rootModels(r.host), 3)
+	require.Eventually(t, func() bool { return ms.get("fake") != "" }, 5*time.Second, 10*time.Millisecond, "stored in the background")
 	assert.JSONEq(t, `[{"id":"m1","provider":"fake","name":"m1"},{"id":"m2","provider":"fake","name":"m2"},{"id":"m3","provider":"fake","name":"m3"}]`, ms.get("fake"))
 
 	// A restarted bridge publishes them before any session.
@@ -139,7 +141,8 @@ func TestProbeLearnsTheModelsOfANewProvider(t *testing.T) {
 	p.mu.Unlock()
 	assert.NotEmpty(t, s.opts.Cwd)
 	require.Eventually(t, s.isClosed, 5*time.Second, 10*time.Millisecond, "the throwaway session is closed")
-	assert.NoDirExists(t, s.opts.Cwd, "its directory is removed")
+	require.Eventually(t, func() bool { _, err := os.Stat(s.opts.Cwd); return os.IsNotExist(err) }, 5*time.Second, 10*time.Millisecond,
+		"its directory is removed")
 	require.Eventually(t, func() bool { return ms.get("fake") != "" }, 5*time.Second, 10*time.Millisecond)
 }
 
