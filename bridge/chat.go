@@ -406,7 +406,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		switch {
 		case be == nil:
 			err = fmt.Errorf("the agent session is not available: %w", openErr)
-		case !c.useModel(be, want):
+		case !c.useModel(be, want) || !c.useModelConfig(be, a.Message):
 			// The clients cancelled the turn while the model was switched.
 			res = backend.TurnResult{StopReason: backend.StopCancelled}
 		default:
@@ -442,6 +442,34 @@ func (c *chat) useModel(be backend.Session, want string) bool {
 			c.model = want
 		}
 		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.gone
+}
+
+// useModelConfig applies the model configuration the turn's message
+// carries (message.model.config: e.g. a reasoning effort VS Code's model
+// picker offers) to the backend session's settings of the same ids. A
+// value the agent refuses is said in the turn and the turn runs on. It
+// reports whether the turn is still to be prompted.
+func (c *chat) useModelConfig(be backend.Session, msg wire.Message) bool {
+	c.mu.Lock()
+	changes := mapping.TurnModelConfig(msg, c.options)
+	c.mu.Unlock()
+	for _, ch := range changes {
+		ctx, cancel := context.WithTimeout(c.b.ctx, configTimeout)
+		err := be.SetConfig(ctx, ch.Key, ch.Value)
+		cancel()
+		if err != nil {
+			c.log.Warn().Err(err).Str("key", ch.Key).Str("value", ch.Value).Msg("the agent would not take the turn's model setting")
+			c.mu.Lock()
+			c.notices = append(c.notices, fmt.Sprintf("The agent did not take `%s` = `%s` this turn asked for. %s", ch.Key, ch.Value, err))
+			if c.turn != nil && !c.gone {
+				c.noticesLocked(c.turn)
+			}
+			c.mu.Unlock()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

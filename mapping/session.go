@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -132,6 +133,61 @@ func TurnModel(msg wire.Message, draft *wire.Message) string {
 		return draft.Model.ID
 	}
 	return ""
+}
+
+// ConfigChange is one agent setting a turn asks for.
+type ConfigChange struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// TurnModelConfig is the model configuration a turn asks for
+// (message.model.config, VS Code's per-model picker values such as a
+// reasoning effort) as changes of the agent session's settings: each key
+// that names one of the agent's settings (opts) other than the model
+// itself, whose value differs from the current one, in key order. Keys the
+// agent does not have are left out (a client may send a configuration of
+// its own); numbers and booleans are given as their JSON text.
+func TurnModelConfig(msg wire.Message, opts []backend.ConfigOption) []ConfigChange {
+	if msg.Model == nil || len(msg.Model.Config) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(msg.Model.Config))
+	for k := range msg.Model.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []ConfigChange
+	for _, k := range keys {
+		var opt *backend.ConfigOption
+		for i := range opts {
+			if opts[i].ID == k {
+				opt = &opts[i]
+				break
+			}
+		}
+		if opt == nil || opt.ID == "model" || opt.Category == "model" {
+			continue
+		}
+		var v string
+		switch x := msg.Model.Config[k].(type) {
+		case string:
+			v = x
+		case nil:
+			continue
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				continue
+			}
+			v = string(b)
+		}
+		if v == "" || v == opt.Current {
+			continue
+		}
+		out = append(out, ConfigChange{Key: k, Value: v})
+	}
+	return out
 }
 
 // WorkingDirectory is the local directory an agent session of a chat

@@ -114,6 +114,27 @@ func (ts *toolState) toolMeta() map[string]any {
 	if ts.kind != "" {
 		m["kind"] = ts.kind
 	}
+	if _, own := m[MetaToolKind]; !own {
+		if k := ts.clientToolKind(); k != "" {
+			m[MetaToolKind] = k
+		}
+	}
+	if m[MetaToolKind] == ToolKindSubagent {
+		// What VS Code's subagent widget shows: the task and the agent
+		// that does it (Claude's Task tool: description, subagent_type).
+		var in struct {
+			Description  string `json:"description"`
+			SubagentType string `json:"subagent_type"`
+		}
+		if json.Unmarshal(ts.rawInput, &in) == nil {
+			if _, own := m["subagentDescription"]; !own && in.Description != "" {
+				m["subagentDescription"] = in.Description
+			}
+			if _, own := m["subagentAgentName"]; !own && in.SubagentType != "" {
+				m["subagentAgentName"] = in.SubagentType
+			}
+		}
+	}
 	if len(ts.locations) > 0 {
 		locs := make([]any, 0, len(ts.locations))
 		for _, l := range ts.locations {
@@ -134,6 +155,40 @@ func (ts *toolState) toolMeta() map[string]any {
 		return nil
 	}
 	return m
+}
+
+// MetaToolKind is the key, in a tool call's `_meta`, of the rendering
+// hint VS Code's Agents window reads (its stateToProgressAdapter):
+// ToolKindTerminal shows the call as a command line with its output (and a
+// command-line confirmation built from toolInput's `command`),
+// ToolKindSearch as a search, ToolKindSubagent as a subagent with
+// `_meta.subagentDescription` and `_meta.subagentAgentName`.
+const MetaToolKind = "toolKind"
+
+// The values of MetaToolKind.
+const (
+	ToolKindTerminal = "terminal"
+	ToolKindSearch   = "search"
+	ToolKindSubagent = "subagent"
+)
+
+// clientToolKind is the MetaToolKind of the call: a subagent when the
+// agent's own tool is Claude's Task (or Agent) tool, named in
+// `_meta.claudeCode.toolName`; a terminal for ACP kind `execute` (shell
+// commands); a search for ACP kind `search`; else none.
+func (ts *toolState) clientToolKind() string {
+	if cc, ok := ts.meta["claudeCode"].(map[string]any); ok {
+		if name, _ := cc["toolName"].(string); name == "Task" || name == "Agent" {
+			return ToolKindSubagent
+		}
+	}
+	switch ts.kind {
+	case "execute":
+		return ToolKindTerminal
+	case "search":
+		return ToolKindSearch
+	}
+	return ""
 }
 
 func knownStatus(s backend.ToolStatus) bool {

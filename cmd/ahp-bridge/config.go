@@ -85,6 +85,12 @@ type AgentConfig struct {
 	// "command" (stdio) or a "url" (http, or "type": "sse"). Their env and
 	// headers go to the agent only, never to clients.
 	McpServers map[string]McpServerConfig `json:"mcpServers,omitempty"`
+	// ProbeModels (default true) starts the agent once at start, with a
+	// throwaway session in an empty directory, to learn its models when no
+	// earlier run stored them: clients such as VS Code cannot start a
+	// session of a provider whose catalogue lists no models. false waits
+	// for the provider's first session instead.
+	ProbeModels *bool `json:"probeModels,omitempty"`
 
 	flag string // the --acp value it came from, if any
 }
