@@ -227,7 +227,7 @@ func WorkingDirectory(session, chat []string) (string, error) {
 // MetaContextWindow of the session's `_meta`, and the new `_meta`. Only the
 // fields the update carries change: an agent that reports the cost alone
 // (or `used: null`) leaves the other figures as they were. An update that
-// carries nothing gives no action.
+// carries nothing, or changes nothing, gives no action.
 func ContextWindow(meta map[string]any, chat string, cu backend.ContextUsage) ([]wire.StateAction, map[string]any) {
 	if cu.Used == nil && cu.Size == nil && cu.Cost == nil && len(cu.Meta) == 0 {
 		return nil, meta
@@ -261,6 +261,12 @@ func ContextWindow(meta map[string]any, chat string, cu backend.ContextUsage) ([
 	}
 	if len(cu.Meta) > 0 {
 		cw["_meta"] = maps.Clone(cu.Meta)
+	}
+	if prev, ok := all[chat]; ok && metaKey(map[string]any{"w": prev}) == metaKey(map[string]any{"w": cw}) {
+		// The same figures again (codex-acp repeats its usage_update two
+		// or three times a turn): session/metaChanged replaces the whole
+		// `_meta`, the settings schema included, so nothing is sent.
+		return nil, meta
 	}
 	all[chat] = cw
 	next[MetaContextWindow] = all
