@@ -99,6 +99,11 @@ func TestToolCallsForVSCode(t *testing.T) {
 			for _, a := range turn.Apply(ev) {
 				r.apply(a)
 			}
+			// What clients see once the bridge's hold of a running call
+			// ends with nothing else from the agent (bridge/chat.go).
+			for _, a := range turn.Flush() {
+				r.apply(a)
+			}
 			states := toolCallStates(t, r.chat)
 			require.Len(t, states, 1, tc.Name)
 			cases[i].States = append(cases[i].States, states[0])
