@@ -99,6 +99,11 @@ type sessionGroup struct {
 	session *channel
 	// chats in catalogue order; chats[0] is the default chat for life.
 	chats []*channel
+	// settingsUnknown: the session was created before its agent had
+	// reported any settings (a ConfigResolver knew none), so its schema,
+	// fixed at creation, is empty; the handler applies a client's change
+	// once the agent runs, or refuses it with a reason (validateSession).
+	settingsUnknown bool
 	// summary is the session's entry in the root catalogue, aggregated
 	// from the session and its chats (root/sessionSummaryChanged).
 	summary wire.SessionSummary

@@ -106,7 +106,8 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	cfg := h.resolveConfig(ctx, provider, p.Config)
 	st.Config = &cfg
 
-	g := &sessionGroup{}
+	_, resolves := h.handler.(ConfigResolver)
+	g := &sessionGroup{settingsUnknown: resolves && len(cfg.Schema.Properties) == 0}
 	sess := newChannel(uri, chanSession)
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess

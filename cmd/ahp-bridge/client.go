@@ -35,7 +35,11 @@ back); a second Ctrl-C quits.
 
 Exit codes: 0 turn complete (or a follow ended with Ctrl-C), 1 connection or
 protocol error, 2 bad usage, 3 turn error, 4 cancelled, 5 a tool call was
-denied.
+denied, 6 a tool call failed.
+
+--approve-all and "y" approve this call only: when the agent offers several
+ways to approve (once, always), the client names none and the server answers
+for this call alone; choose an option by its number to allow more.
 `
 
 // waitHint is said when a question waits because nobody can answer it here.
