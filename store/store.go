@@ -64,6 +64,15 @@ type Store interface {
 	// above it was ever handed out under the SeqReserve rule.
 	SeqHighWater(ctx context.Context) (int64, error)
 
+	// PutProviderModels remembers the models a provider's agent last
+	// offered, as a JSON array (AHP 1.0.0 model infos; the store does not
+	// read it), replacing what was stored for the provider. A restarted
+	// bridge publishes them before the provider's first session.
+	PutProviderModels(ctx context.Context, provider string, models json.RawMessage) error
+	// ProviderModels returns the models stored for a provider.
+	// ErrNotFound if none are.
+	ProviderModels(ctx context.Context, provider string) (json.RawMessage, error)
+
 	// Health reports whether writes are failing, for a warning the host
 	// shows until they succeed again.
 	Health() Health

@@ -116,7 +116,7 @@ func TestCreateChatErrors(t *testing.T) {
 	c.initialize()
 	uri := "ahp-session:/dirs"
 	c.mustCall("createSession", map[string]any{"channel": uri, "provider": "fake", "workingDirectories": []string{"/w"}}, nil)
-	chat := "ahp-chat:/dirs"
+	chat := wire.DefaultChatURI(uri)
 	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, nil)
 	before := hs.h.Stats().ServerSeq
 
@@ -131,7 +131,10 @@ func TestCreateChatErrors(t *testing.T) {
 		{"a side chat", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "sideChat", "chat": chat}}, CodeInvalidParams, ""},
 		{"the default chat's URI", "createChat", map[string]any{"channel": uri, "chat": chat}, CodeAlreadyExists, chat},
 		{"another chat's URI", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, CodeAlreadyExists, "taken"},
-		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:/"},
+		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:"},
+		{"another session's derived name", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI("ahp-session:/other", "c1")}, CodeInvalidParams, "ahp-session:/other"},
+		{"a subagent's chat id", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI(uri, "subagent") + "/tc1"}, CodeInvalidParams, "reserved"},
+		{"whitespace", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat://c 1/x"}, CodeInvalidParams, ""},
 		{"no chat", "createChat", map[string]any{"channel": uri}, CodeInvalidParams, ""},
 		{"a bare scheme", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/"}, CodeInvalidParams, ""},
 		{"a directory outside the session", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/d", "workingDirectories": []string{"/elsewhere"}}, CodeInvalidParams, "/elsewhere"},
@@ -398,7 +401,7 @@ func TestListSessionsPaging(t *testing.T) {
 
 	// Activity in a chat makes its session the most recently modified.
 	clock.advance(10_000)
-	hs.dispatch(t, "ahp-chat:/p1", &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("x")})
+	hs.dispatch(t, wire.DefaultChatURI("ahp-session:/p1"), &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("x")})
 	got, _ = page(1, nil)
 	assert.Equal(t, []string{uris[1]}, got)
 

@@ -82,8 +82,8 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	if h.opts.ServerVersion != "" {
 		res.ServerInfo.Version = wire.Ptr(h.opts.ServerVersion)
 	}
-	if h.opts.DefaultDirectory != "" {
-		res.DefaultDirectory = wire.Ptr(h.opts.DefaultDirectory)
+	if dir := defaultDirectoryURI(h.opts.DefaultDirectory); dir != "" {
+		res.DefaultDirectory = &dir
 	}
 	frame := h.resultFrame(&request{c: c, id: m.id, method: "initialize"}, res)
 	h.stats.queued.Add(1)

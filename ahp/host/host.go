@@ -87,8 +87,18 @@ type Options struct {
 	ServerName string
 	// ServerVersion is reported in the initialize result's serverInfo.
 	ServerVersion string
-	// DefaultDirectory is advertised in the initialize result when set.
+	// DefaultDirectory, when set, is a directory of this machine (an
+	// absolute path or a file: URI) where clients start browsing: the
+	// initialize result's defaultDirectory names it as a file: URI, and it
+	// is a browse root (see BrowseRoots).
 	DefaultDirectory string
+	// BrowseRoots are more directories (absolute paths or file: URIs)
+	// under which any connection may list directories and resolve paths
+	// (resourceList, resourceResolve: names, types, sizes and times, never
+	// contents) without a session, so that a client can pick the working
+	// directory of a new session. Everything else stays confined to the
+	// sessions' working directories (files.go).
+	BrowseRoots []string
 	// CompletionTriggerCharacters is advertised in the initialize result.
 	CompletionTriggerCharacters []string
 	// Agents is the initial root `agents` list. It may also be replaced

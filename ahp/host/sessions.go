@@ -16,11 +16,12 @@ import (
 )
 
 // reservedSchemes are URI schemes that name other kinds of channels, so a
-// session may not take them.
-var reservedSchemes = []string{"ahp-root:", "ahp-chat:", "ahp-terminal:", "ahp-resource-watch:", "ahp-changeset:"}
+// session may not take them (agenthost-terminal: is VS Code's name for the
+// terminals its clients create).
+var reservedSchemes = []string{"ahp-root:", "ahp-chat:", "ahp-terminal:", "agenthost-terminal:", "ahp-resource-watch:", "ahp-changeset:"}
 
 // validSessionURI reports whether uri can name a session: any
-// "scheme:/path" URI (clients use ahp-session:/<uuid>, ahpx uses
+// "scheme:/path" URI (clients use ahp-session:/<uuid>, ahpx and VS Code
 // <provider>:/<uuid>) except the schemes of other channel kinds.
 func validSessionURI(uri string) bool {
 	i := strings.Index(uri, ":/")
@@ -105,7 +106,8 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	cfg := h.resolveConfig(ctx, provider, p.Config)
 	st.Config = &cfg
 
-	g := &sessionGroup{}
+	_, resolves := h.handler.(ConfigResolver)
+	g := &sessionGroup{settingsUnknown: resolves && len(cfg.Schema.Properties) == 0}
 	sess := newChannel(uri, chanSession)
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess
@@ -134,11 +136,18 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
 		return
 	}
-	// The default chat takes the session's id when it is free, which keeps
-	// URIs readable; a clash (another session's chat) gets a fresh id.
-	chatURI := "ahp-chat:/" + uri[strings.Index(uri, ":/")+2:]
+	// The default chat takes the name VS Code derives from the session's
+	// (wire.DefaultChatURI): it subscribes to that name without reading
+	// defaultChat, so the session publishes it as the one name of its
+	// default chat, for every client.
+	chatURI := wire.DefaultChatURI(uri)
 	if _, taken := h.channels[chatURI]; taken {
-		chatURI = "ahp-chat:/" + h.opts.NewID()
+		// Only a chat of this very session may carry the name, and the
+		// session does not exist: nobody can have taken it.
+		h.mu.Unlock()
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeAlreadyExists, "chat %s, the default chat of the new session %s, already exists", chatURI, uri))
+		return
 	}
 	chat := h.newChatLocked(g, chatURI, wire.ChatState{
 		Resource:   chatURI,
@@ -292,8 +301,12 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", session))
 		return
 	}
-	if !strings.HasPrefix(p.Chat, "ahp-chat:/") || len(p.Chat) <= len("ahp-chat:/") {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: chat must be an ahp-chat:/<id> URI, got %q", p.Chat))
+	if perr := checkNewChatURI(p.Chat, session); perr != nil {
+		if ch := h.lookup(p.Chat); ch != nil && ch.kind == chanChat {
+			// The default chat's own name, say: that it exists says more.
+			perr = Errorf(CodeAlreadyExists, "chat %s already exists", p.Chat)
+		}
+		h.reply(r, nil, perr)
 		return
 	}
 	g := sess.group
@@ -324,6 +337,27 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		return
 	}
 	h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+}
+
+// checkNewChatURI checks the name a client gives a chat it creates in
+// session: any well-formed ahp-chat: URI, kept verbatim (VS Code waits for
+// its own URI in the session's chats). A name in the derived form
+// (ahp-chat://<chatId>/<base64url(session)>) must encode this session, and
+// may not take the default chat's or a subagent's chat id.
+func checkNewChatURI(chat, session string) *Error {
+	if !wire.ValidChatURI(chat) {
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat must be an ahp-chat: URI such as ahp-chat://<chatId>/<base64url of the session URI>, got %q", chat)
+	}
+	name, ok := wire.ParseChatURI(chat)
+	switch {
+	case !ok:
+		return nil // ahp-chat:/<id> or another opaque name
+	case name.Session != session:
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat %s belongs to session %s by its name, not to %s", chat, name.Session, session)
+	case name.ChatID == wire.DefaultChatID || strings.HasPrefix(name.ChatID, wire.SubagentChatID+"/"):
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat id %q is reserved (the session's default chat, or a subagent's)", name.ChatID)
+	}
+	return nil
 }
 
 // addChatLocked checks a createChat request against the session and adds

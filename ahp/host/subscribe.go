@@ -18,6 +18,7 @@ type snapshotOut struct {
 
 // channelsFor returns the host channels a subscription to uri means on c.
 func (h *Host) channelsFor(c *conn, uri string) []string {
+	uri = canonicalChannel(uri)
 	if c.codec == nil {
 		return []string{uri}
 	}

@@ -48,6 +48,12 @@ func newState(kind string) (any, bool) {
 		return new(wire.AnnotationsState), true
 	case "resourceWatch":
 		return new(wire.ResourceWatchState), true
+	case "automation":
+		return new(wire.AutomationState), true
+	case "automationRun":
+		return new(wire.AutomationRunState), true
+	case "canvas":
+		return new(wire.CanvasState), true
 	}
 	return nil, false
 }

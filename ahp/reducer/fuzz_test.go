@@ -94,6 +94,14 @@ const (
 ]}`
 
 	fuzzResourceWatchState = `{"root": "file:///w", "recursive": true}`
+
+	fuzzAutomationState = `{"entries": [
+  {"resource": "ahp-automation:/a1", "definition": {"title": "T", "message": {"text": "go", "origin": {"kind": "automation"}}, "session": {}, "enabled": true, "triggers": [{"id": "m", "kind": "schedule", "schedule": {"expression": "0 9 * * *", "timeZone": "UTC"}}]}, "runs": [{"resource": "ahp-automation-run:/r1", "automation": "ahp-automation:/a1", "origin": {"kind": "manual"}, "lifecycle": {"status": "pending", "createdAt": "2026-01-01T00:00:00Z"}, "sessionCount": 0}], "operations": ["run"], "createdAt": "2026-01-01T00:00:00Z", "modifiedAt": "2026-01-01T00:00:00Z"}
+]}`
+
+	fuzzAutomationRunState = `{"resource": "ahp-automation-run:/r1", "automation": "ahp-automation:/a1", "origin": {"kind": "trigger", "triggerId": "m"}, "lifecycle": {"status": "running", "createdAt": "2026-01-01T00:00:00Z", "startedAt": "2026-01-01T00:00:01Z"}, "sessions": ["ahp-session:/1"], "primarySession": "ahp-session:/1"}`
+
+	fuzzCanvasState = `{"instanceId": "c1", "extensionId": "x", "canvasId": "c", "status": "Ready", "url": "https://example.test/c"}`
 )
 
 // fuzzStates returns a fresh rich state and a zero state of every channel.
@@ -110,6 +118,9 @@ func fuzzStates(t *testing.T) []any {
 		{fuzzChangesetState, new(wire.ChangesetState)},
 		{fuzzAnnotationsState, new(wire.AnnotationsState)},
 		{fuzzResourceWatchState, new(wire.ResourceWatchState)},
+		{fuzzAutomationState, new(wire.AutomationState)},
+		{fuzzAutomationRunState, new(wire.AutomationRunState)},
+		{fuzzCanvasState, new(wire.CanvasState)},
 	}
 	var out []any
 	for _, r := range rich {
@@ -198,6 +209,13 @@ var fuzzSeeds = []string{
 	`{"type":"annotations/entrySet","annotationId":"a1","entry":{"id":"e3","text":"z"}}`,
 	`{"type":"annotations/entryRemoved","annotationId":"a1","entryId":"e1"}`,
 	`{"type":"resourceWatch/changed","changes":{"items":[]}}`,
+	`{"type":"automation/set","automation":{"resource":"ahp-automation:/a2","definition":{"title":"n","message":{"text":"x","origin":{"kind":"automation"}},"session":{},"enabled":false,"triggers":[]},"runs":[],"operations":[],"createdAt":"c","modifiedAt":"m"}}`,
+	`{"type":"automation/removed","resource":"ahp-automation:/a1"}`,
+	`{"type":"automationRun/lifecycleChanged","lifecycle":{"status":"cancelled","createdAt":"c","completedAt":"d"}}`,
+	`{"type":"automationRun/sessionSet","session":"ahp-session:/2"}`,
+	`{"type":"automationRun/sessionRemoved","session":"ahp-session:/1"}`,
+	`{"type":"automationRun/primarySessionChanged"}`,
+	`{"type":"canvas/stateChanged","canvas":{"instanceId":"c2","extensionId":"x","canvasId":"c"}}`,
 	`{"type":"session/unheardOf","id":"m"}`,
 	`{"type":"session/customizationToggled"}`,
 	`{}`,
@@ -225,7 +243,8 @@ func FuzzReduce(f *testing.F) {
 			requireRoundTrip(t, st)
 		}
 		for _, st := range []any{(*wire.RootState)(nil), (*wire.SessionState)(nil), (*wire.ChatState)(nil),
-			(*wire.TerminalState)(nil), (*wire.ChangesetState)(nil), (*wire.AnnotationsState)(nil), (*wire.ResourceWatchState)(nil)} {
+			(*wire.TerminalState)(nil), (*wire.ChangesetState)(nil), (*wire.AnnotationsState)(nil), (*wire.ResourceWatchState)(nil),
+			(*wire.AutomationState)(nil), (*wire.AutomationRunState)(nil), (*wire.CanvasState)(nil)} {
 			Apply(st, a, fuzzClock)
 		}
 	})

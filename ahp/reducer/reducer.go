@@ -1,5 +1,6 @@
 // Package reducer applies AHP 1.0.0 state actions to AHP channel states:
-// root, session, chat, terminal, changeset, annotations and resource watch.
+// root, session, chat, terminal, changeset, annotations, resource watch,
+// automation catalogue, automation run and canvas.
 // It is the authoritative state model of the 1.x host (issue 13): the host
 // reduces every accepted action with it, and our own client reduces what it
 // receives the same way, so both compute the same states. The older
@@ -13,7 +14,9 @@
 // at 0383429), the 0.9-era .NET port of the reducers and the client
 // CHANGELOGs; docs/protocol-versions.md §11–§12 lists them and the doc
 // comment of each reducer says where it decides something the sources
-// leave open.
+// leave open. The release's own reducer fixtures (../shared/ahp/1.0.0,
+// corpus_test.go) all pass, unconverted; the 0.7.0 ones run converted
+// (fixtures_test.go).
 //
 // The reducers are deterministic and, as in 1.0.0, take timestamps from the
 // actions rather than from a wall clock: chat/turnStarted sets modifiedAt to
@@ -96,7 +99,8 @@ func clone[T any](v T) T {
 // Apply applies a to state, which must be a pointer to one of the channel
 // states (*wire.RootState, *wire.SessionState, *wire.ChatState,
 // *wire.TerminalState, *wire.ChangesetState, *wire.AnnotationsState,
-// *wire.ResourceWatchState). It reports whether state was of a known kind.
+// *wire.ResourceWatchState, *wire.AutomationState, *wire.AutomationRunState,
+// *wire.CanvasState). It reports whether state was of a known kind.
 func Apply(state any, a wire.StateAction, clock Clock) bool {
 	switch s := state.(type) {
 	case *wire.RootState:
@@ -113,6 +117,12 @@ func Apply(state any, a wire.StateAction, clock Clock) bool {
 		Annotations(s, a, clock)
 	case *wire.ResourceWatchState:
 		ResourceWatch(s, a, clock)
+	case *wire.AutomationState:
+		Automations(s, a, clock)
+	case *wire.AutomationRunState:
+		AutomationRun(s, a, clock)
+	case *wire.CanvasState:
+		Canvas(s, a, clock)
 	default:
 		return false
 	}

@@ -31,6 +31,12 @@ var rulesActionTypes = []string{
 	"session/inputNeededSet", "session/customizationToggled", "session/chatUpdated",
 	"terminal/exited", "terminal/claimed", "annotations/updated",
 	"changeset/statusChanged", "changeset/contentChanged",
+	// The automation catalogue, automation runs (0.9.0) and canvases
+	// (1.0.0): channels with their own state.
+	"automation/set", "automation/removed", "automation/createRequested", "automation/updateRequested",
+	"automationRun/lifecycleChanged", "automationRun/sessionSet", "automationRun/sessionRemoved",
+	"automationRun/primarySessionChanged", "automationRun/cancelRequested",
+	"canvas/stateChanged",
 }
 
 // loadRules returns the golden cases by file name without .json, in name

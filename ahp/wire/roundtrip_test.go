@@ -13,7 +13,7 @@ import (
 // the Go type named by type and encodes again as output, or as input when
 // there is no output. The cases are ours, written for the shapes 0.8.0-1.0.0
 // changed (docs/protocol-versions.md §11.2); the release's own round-trip
-// fixtures will join them from ../shared/ahp/1.0.0 once they are there.
+// corpus runs beside them in corpus_test.go.
 type roundTripCase struct {
 	Name   string          `json:"name"`
 	Note   string          `json:"note"`
