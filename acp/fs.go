@@ -50,7 +50,10 @@ func (s *session) fsFailure(err error) *sdk.RequestError {
 	}
 	switch se.Kind {
 	case sandbox.ErrNotFound:
-		return fsError(codeResourceNotFound, "%v", err)
+		// ACP's own wording for -32002 first: Gemini CLI reads a file
+		// before it writes one and takes the error for "no file yet" only
+		// by its text, so without it every new file failed (issue 26).
+		return fsError(codeResourceNotFound, "Resource not found: %v", err)
 	case sandbox.ErrIO:
 		return fsError(codeInternal, "%v", err)
 	case sandbox.ErrOutside:
