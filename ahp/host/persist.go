@@ -92,6 +92,8 @@ type durable struct {
 	// warning is what the root's _meta should show, nil while writes
 	// succeed (rootMetaLocked).
 	warning atomic.Pointer[stateWarning]
+	// clients queues the client records to write (clients.go).
+	clients *clientBook
 }
 
 // openDurable starts the host's durable side over st: the serverSeq
@@ -117,6 +119,7 @@ func (h *Host) openDurable(st store.Store) error {
 		}
 	}})
 	h.seq = seq.Start()
+	h.startClientBook()
 	return nil
 }
 
@@ -182,6 +185,11 @@ func (o *observedStore) DeleteSession(ctx context.Context, uri string) error {
 func (o *observedStore) PutCheckpoints(ctx context.Context, cps []store.Checkpoint) error {
 	start := time.Now()
 	return o.done(start, o.Store.PutCheckpoints(ctx, cps))
+}
+
+func (o *observedStore) PutClient(ctx context.Context, c store.Client) error {
+	start := time.Now()
+	return o.done(start, o.Store.PutClient(ctx, c))
 }
 
 func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {

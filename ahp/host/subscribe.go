@@ -188,6 +188,9 @@ func (h *Host) subscribe(_ context.Context, r *request, uri string) {
 	}
 	h.stats.queued.Add(1)
 	c.release(frame)
+	if err == nil {
+		h.noteClient(c) // clients.go
+	}
 }
 
 // unsubscribe ends c's subscription to uri (and the host channels behind
@@ -205,4 +208,5 @@ func (h *Host) unsubscribe(c *conn, uri string) {
 	h.mu.Unlock()
 	h.releaseActiveClient(clientID, func(session string) bool { return session == uri })
 	h.filesUnsubscribed(c, uri)
+	h.noteClient(c) // clients.go
 }
