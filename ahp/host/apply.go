@@ -217,7 +217,7 @@ func (h *Host) handoff(ch *channel, a wire.StateAction, origin wire.ActionOrigin
 		return
 	}
 	if w := h.workerFor(ch); w != nil {
-		w.push(handoffJob{action: a, origin: origin})
+		w.push(handoffJob{action: a, origin: origin, attach: h.reattachLocked(ch.group)})
 	}
 }
 
@@ -228,6 +228,7 @@ func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
 				Msg("the handler panicked handling a client action")
 		}
 	}()
+	j.attach.run(h)
 	h.handler.ClientAction(ctx, channel, j.action, j.origin)
 }
 

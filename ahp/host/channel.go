@@ -124,6 +124,12 @@ type sessionGroup struct {
 	stored        bool
 	storedSummary []byte
 	detached      bool
+	// An archived session's agent (archive.go): releasing while
+	// disposeSession has the handler let go of it, released once it has,
+	// and attach, from the first handler call after that, the re-attach
+	// that call and every later one run first.
+	releasing, released bool
+	attach              *reattach
 	// pipe holds the actions waiting for a store write, in order
 	// (pipeline.go).
 	pipe pipeline

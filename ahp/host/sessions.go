@@ -246,6 +246,11 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
 		return
 	}
+	if hasTurnsLocked(g) {
+		// History is never destroyed here: archived and released.
+		h.archiveSession(r, g) // archive.go
+		return
+	}
 	var loaded func()
 	if h.ds != nil {
 		// Gone from the store before its removal is announced; nobody
@@ -300,6 +305,10 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	g := sess.group
 	g.mu.Lock()
 	chat, err := h.addChatLocked(sess, p)
+	var attach *reattach
+	if err == nil {
+		attach = h.reattachLocked(g) // an archived session's agent (archive.go)
+	}
 	g.mu.Unlock()
 	if err != nil {
 		h.reply(r, nil, err)
@@ -307,6 +316,7 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	h.reply(r, nil, nil)
 	if h.handler != nil {
+		attach.run(h)
 		h.handler.CreateChat(h.ctx, session, p.Chat, p)
 	}
 	if p.InitialMessage == nil {
