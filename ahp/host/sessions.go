@@ -232,6 +232,9 @@ func (h *Host) lockLive(uri string, kind chanKind) (*channel, *Error) {
 	return nil, notFoundError(uri)
 }
 
+// disposeSession removes a session without turns, with its rows. A
+// session with turns is archived and released instead, never deleted
+// (archive.go).
 func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	ch, err := h.lockLive(uri, chanSession)
 	if err != nil {
