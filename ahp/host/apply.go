@@ -140,6 +140,7 @@ func (h *Host) followUp(ch *channel, a wire.StateAction) {
 		h.markUnreadLocked(ch, a)
 		h.refreshSummaryLocked(ch.group)
 	case chanSession:
+		noteArchivedLocked(ch.group, h.opts.Clock()) // archive.go
 		h.refreshSummaryLocked(ch.group)
 		switch a.Value.(type) {
 		case *wire.SessionReadyAction:

@@ -197,3 +197,15 @@ func (h *Host) reattachLocked(g *sessionGroup) *reattach {
 	}
 	return g.attach
 }
+
+// noteArchivedLocked keeps g.archivedAt in step with the session's
+// archived flag, whoever set it: the time it was set, 0 once cleared.
+// Called with g.mu held, after each session action.
+func noteArchivedLocked(g *sessionGroup, now int64) {
+	switch archived := g.session.session.Status.Has(wire.SessionStatusIsArchived); {
+	case archived && g.archivedAt == 0:
+		g.archivedAt = now
+	case !archived:
+		g.archivedAt = 0
+	}
+}

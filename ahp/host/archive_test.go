@@ -2,7 +2,9 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,4 +193,78 @@ func TestDisposeArchivesInMemory(t *testing.T) {
 	c.mustCall("disposeSession", map[string]any{"channel": e.uri}, nil)
 	c.nextNotification("root/sessionRemoved")
 	notListed(t, c, e.uri)
+}
+
+// TestArchiveRetention: with ArchiveRetention set, archived sessions last
+// modified before the period are deleted, live (idle, unwatched) and only
+// stored, at start and on each sweep; archived sessions within the period
+// and sessions that are not archived, however old, stay.
+func TestArchiveRetention(t *testing.T) {
+	clock := newFixedClock()
+	const day = 24 * time.Hour
+	path := stateFile(t)
+	opts := Options{Clock: clock.now}
+	hs, st := storedHarness(t, path, opts)
+	c := hs.dial(t, "c")
+	c.initialize(RootURI)
+	oldStored := hs.newSession(c, "old-stored")
+	oldLive := hs.newSession(c, "old-live")
+	recent := hs.newSession(c, "recent")
+	kept := hs.newSession(c, "not-archived")
+	for _, s := range []testSession{oldStored, oldLive, recent, kept} {
+		richTurn(t, hs, s.chat, "t1")
+	}
+	c.mustCall("disposeSession", map[string]any{"channel": oldStored.uri}, nil)
+	c.mustCall("disposeSession", map[string]any{"channel": oldLive.uri}, nil)
+	clock.advance((10 * day).Milliseconds())
+	c.mustCall("disposeSession", map[string]any{"channel": recent.uri}, nil)
+	settled(t, hs, recent.uri)
+	c.close()
+
+	// Off by default: nothing is deleted, however old.
+	clock.advance((10 * day).Milliseconds())
+	hs, st = restart(t, hs, st, path, opts)
+	assert.Zero(t, hs.h.sweepArchived())
+	c = hs.dial(t, "c")
+	c.initialize(RootURI)
+	c.subscribe(oldLive.uri) // loaded: a live archived session
+	c.close()
+	eventually(t, "the client's connection is dropped", func() bool { return hs.h.Stats().Connections == 0 })
+
+	// 15 days: the two archived 20 days ago go, the one archived 10 days
+	// ago and the one never archived stay.
+	hs.h.opts.ArchiveRetention = 15 * day
+	w := hs.dial(t, "w")
+	w.initialize(RootURI)
+	assert.Equal(t, 2, hs.h.sweepArchived())
+	removed := []string{}
+	for len(removed) < 2 {
+		var p wire.SessionRemovedParams
+		require.NoError(t, json.Unmarshal(w.nextNotification("root/sessionRemoved").Params, &p))
+		removed = append(removed, p.Session)
+	}
+	assert.ElementsMatch(t, []string{oldStored.uri, oldLive.uri}, removed)
+	ctx, cancel := waitCtx(t)
+	defer cancel()
+	for _, s := range []testSession{oldStored, oldLive} {
+		_, err := st.GetSession(ctx, s.uri)
+		assert.ErrorIs(t, err, store.ErrNotFound, s.uri)
+		notListed(t, w, s.uri)
+	}
+	for _, s := range []testSession{recent, kept} {
+		_, err := st.GetSession(ctx, s.uri)
+		assert.NoError(t, err, s.uri)
+		listed(t, w, s.uri)
+	}
+	w.close()
+
+	// At start: a host opened with the setting deletes what is old.
+	clock.advance((10 * day).Milliseconds())
+	hs, st = restart(t, hs, st, path, Options{Clock: clock.now, ArchiveRetention: 15 * day})
+	eventually(t, "the archived session is deleted at start", func() bool {
+		_, err := st.GetSession(ctx, recent.uri)
+		return errors.Is(err, store.ErrNotFound)
+	})
+	_, err := st.GetSession(ctx, kept.uri)
+	assert.NoError(t, err, "never archived: kept")
 }

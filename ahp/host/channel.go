@@ -130,6 +130,9 @@ type sessionGroup struct {
 	// that call and every later one run first.
 	releasing, released bool
 	attach              *reattach
+	// archivedAt is when the session was last archived (Unix ms), 0 while
+	// it is not (Options.ArchiveRetention, retention.go).
+	archivedAt int64
 	// pipe holds the actions waiting for a store write, in order
 	// (pipeline.go).
 	pipe pipeline

@@ -129,6 +129,11 @@ type Options struct {
 	// with an error that says so, rather than watched in part.
 	MaxWatchDirectories int
 
+	// ArchiveRetention, when positive, deletes archived sessions last
+	// modified longer ago than this, at start and periodically
+	// (retention.go). Zero keeps them until `ahp-bridge sessions delete`.
+	ArchiveRetention time.Duration
+
 	// maxWatchesPerConn overrides the constant of the same name in tests.
 	maxWatchesPerConn int
 }
@@ -273,6 +278,9 @@ func Open(opts Options) (*Host, error) {
 		if err := h.openDurable(opts.Store); err != nil {
 			return h, err
 		}
+	}
+	if opts.ArchiveRetention > 0 {
+		h.startRetention()
 	}
 	return h, nil
 }

@@ -318,6 +318,10 @@ type storedSession struct {
 	V       int                 `json:"v"`
 	Summary wire.SessionSummary `json:"summary"`
 	State   *wire.SessionState  `json:"state"`
+	// ArchivedAt is when the session was last archived (Unix ms), for
+	// Options.ArchiveRetention; absent when it is not archived or was
+	// archived by a bridge that did not record it.
+	ArchivedAt int64 `json:"archivedAt,omitempty"`
 }
 
 // storedChat is the JSON the host keeps in a chat row's Summary: the
@@ -338,7 +342,7 @@ func (h *Host) sessionRowLocked(g *sessionGroup) (store.Session, []byte, error) 
 	st := *src
 	st.Config, st.ActiveClients, st.InputNeeded = nil, nil, nil
 	sum := liveSummary(g)
-	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st})
+	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st, ArchivedAt: g.archivedAt})
 	if err != nil {
 		return store.Session{}, nil, fmt.Errorf("encoding session %s for the state store: %w", g.session.uri, err)
 	}

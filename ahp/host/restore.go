@@ -220,15 +220,15 @@ func (h *Host) indexChat(chat, session string) {
 	h.ds.mu.Unlock()
 }
 
-// unindexSession forgets a disposed session's chats.
-func (h *Host) unindexSession(g *sessionGroup) {
+// unindexSession forgets a deleted session's chats.
+func (h *Host) unindexSession(session string) {
 	h.ds.mu.Lock()
 	defer h.ds.mu.Unlock()
 	if h.ds.chatIndex == nil {
 		return
 	}
 	for c, s := range h.ds.chatIndex {
-		if s == g.session.uri {
+		if s == session {
 			delete(h.ds.chatIndex, c)
 		}
 	}
@@ -334,7 +334,7 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 		st.Lifecycle = wire.SessionLifecycleReady
 	}
 
-	g := &sessionGroup{stored: true}
+	g := &sessionGroup{stored: true, archivedAt: ss.ArchivedAt}
 	sess := newChannel(uri, chanSession)
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess

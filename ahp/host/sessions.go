@@ -254,6 +254,16 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		h.archiveSession(r, g) // archive.go
 		return
 	}
+	h.removeSession(g, true)
+	h.reply(r, nil, nil)
+}
+
+// removeSession removes the live session of g for good, with its rows,
+// and announces it (root/sessionRemoved); with release, the handler lets
+// go of its agent (Handler.DisposeSession). Called with g.mu held, after
+// the group's held actions went out; it releases it.
+func (h *Host) removeSession(g *sessionGroup, release bool) {
+	ch, uri := g.session, g.session.uri
 	var loaded func()
 	if h.ds != nil {
 		// Gone from the store before its removal is announced; nobody
@@ -262,7 +272,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		for _, c := range g.chats {
 			h.ds.cp.Forget(c.uri)
 		}
-		h.unindexSession(g)
+		h.unindexSession(uri)
 	}
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
@@ -281,10 +291,9 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.mu.Unlock()
 	h.updateActiveSessions()
 	h.filesDisposed(uri)
-	if h.handler != nil {
+	if release && h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}
-	h.reply(r, nil, nil)
 }
 
 // createChat adds a further chat to a session. Each chat is its own
