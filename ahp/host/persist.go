@@ -35,8 +35,13 @@ import (
 //     goroutine from a copy taken under the session's lock, so the lock is
 //     never held across an encoding or I/O. A new chat's turn waits for the
 //     chat's row to be written (chatData.rowStored).
-//   - disposeSession deletes the session's rows before sessionRemoved is
-//     announced, after the session's held actions went out, off the lock.
+//   - disposeSession of a session without turns deletes its rows before
+//     sessionRemoved is announced, after the session's held actions went
+//     out, off the lock; a session with turns is archived instead, a
+//     catalogue change like any other (archive.go), and never deleted but
+//     by `ahp-bridge sessions delete` or Options.ArchiveRetention.
+//   - Each client's dialect and subscriptions go to the clients table
+//     (clients.go), by a writer of their own, off every session's path.
 //   - serverSeq is covered by a store.SeqReserve before each broadcast.
 //
 // A failed write never fails the action: the host keeps serving from
