@@ -23,10 +23,12 @@ import (
 //   - with a store, once its rows are written and nobody is subscribed to
 //     it, it leaves memory like a stored session never loaded; a client
 //     that names it again loads it from the store (restore.go), and its
-//     handler takes it over through SessionRestorer. Without a store, or
-//     while a client is still subscribed, it stays in memory, released: the
-//     next client action on it hands it to SessionRestorer first
-//     (reattach), so that a turn re-attaches the agent as after a restart.
+//     handler takes it over through SessionRestorer. While a client is
+//     still subscribed it stays in memory, released, and leaves when the
+//     last subscription ends (unloadReleased); without a store it stays in
+//     memory. The next client action on a released session hands it to
+//     SessionRestorer first (reattach), so that a turn re-attaches the
+//     agent as after a restart.
 //
 // A session without turns is removed as before. Deleting for good is
 // `ahp-bridge sessions delete`, or Options.ArchiveRetention (retention.go).
@@ -208,4 +210,41 @@ func noteArchivedLocked(g *sessionGroup, now int64) {
 	case !archived:
 		g.archivedAt = 0
 	}
+}
+
+// unloadReleased takes out of memory the archived, released sessions
+// among groups that nobody is subscribed to any more (with a store; see
+// unloadLocked), after a subscription to them ended. Called without locks.
+func (h *Host) unloadReleased(groups []*sessionGroup) {
+	if h.ds == nil || h.ctx.Err() != nil { // none, or the host is closing
+		return
+	}
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.released || g.releasing || g.session.removed {
+			g.mu.Unlock()
+			continue
+		}
+		h.awaitHeldLocked(g)
+		unloaded := g.released && !g.session.removed && h.unloadLocked(g)
+		g.mu.Unlock()
+		if unloaded {
+			h.updateActiveSessions()
+			h.log.Debug().Str("session", g.session.uri).Msg("an archived session nobody watches any more left memory; it stays in the state store")
+		}
+	}
+}
+
+// groupsOf returns the session groups of the given channels, once each.
+// Called with Host.mu held.
+func groupsOf(chans []*channel) []*sessionGroup {
+	var out []*sessionGroup
+	seen := map[*sessionGroup]bool{}
+	for _, ch := range chans {
+		if g := ch.group; g != nil && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
 }

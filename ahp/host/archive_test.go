@@ -150,6 +150,12 @@ func TestDisposeArchivesWithAStore(t *testing.T) {
 	assert.True(t, listed(t, c, a.uri).Status.Has(wire.SessionStatusIsArchived))
 	_, err = st.GetSession(ctx, a.uri)
 	require.NoError(t, err)
+	// Watched, it stayed in memory; once nobody watches it, it leaves.
+	assert.Equal(t, 1, hs.h.Stats().Sessions)
+	c.close()
+	eventually(t, "the archived session leaves memory once nobody watches it", func() bool { return hs.h.Stats().Sessions == 0 })
+	_, err = st.GetSession(ctx, a.uri)
+	require.NoError(t, err)
 }
 
 // TestDisposeArchivesInMemory: without a store, a disposed session with

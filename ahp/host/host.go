@@ -430,10 +430,13 @@ func (h *Host) dropConn(c *conn) {
 	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
+	left := make([]*channel, 0, len(c.subs))
 	for uri, ch := range c.subs {
 		ch.dropSub(c)
 		delete(c.subs, uri)
+		left = append(left, ch)
 	}
+	groups := groupsOf(left) // archive.go
 	clientID := c.clientID
 	stillConnected := false
 	for o := range h.conns {
@@ -446,6 +449,7 @@ func (h *Host) dropConn(c *conn) {
 	if !stillConnected {
 		h.releaseActiveClient(clientID, func(string) bool { return true })
 	}
+	h.unloadReleased(groups)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
