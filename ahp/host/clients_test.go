@@ -133,3 +133,26 @@ func TestReconnectWithoutAStore(t *testing.T) {
 	assert.Equal(t, CodeNotFound, err.Code)
 	y.initialize(RootURI)
 }
+
+// TestReconnectWithoutChannelEveryDialect: every dialect's reconnect is
+// served without `channel` (VS Code sends none), before initialize on a
+// new connection, with a replay in the dialect the client negotiated.
+func TestReconnectWithoutChannelEveryDialect(t *testing.T) {
+	for _, version := range []string{current, "0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1", "0.5.0", "0.3.0"} {
+		t.Run(version, func(t *testing.T) {
+			hs := newHarness(t, Options{})
+			x := hs.dial(t, "x")
+			res := x.initializeAs([]string{version}, RootURI)
+			require.Equal(t, version, res.ProtocolVersion)
+			last := hs.h.Stats().ServerSeq
+			x.close()
+			x = hs.dial(t, "x")
+			var out reconnectResult
+			x.mustCall("reconnect", map[string]any{"clientId": "x", "lastSeenServerSeq": last, "subscriptions": []string{RootURI}}, &out)
+			assert.Equal(t, "replay", out.Type)
+			assert.Empty(t, out.Missing)
+			var list wire.ListSessionsResult
+			x.mustCall("listSessions", map[string]any{"channel": RootURI}, &list)
+		})
+	}
+}
