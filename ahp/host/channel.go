@@ -124,6 +124,15 @@ type sessionGroup struct {
 	stored        bool
 	storedSummary []byte
 	detached      bool
+	// An archived session's agent (archive.go): releasing while
+	// disposeSession has the handler let go of it, released once it has,
+	// and attach, from the first handler call after that, the re-attach
+	// that call and every later one run first.
+	releasing, released bool
+	attach              *reattach
+	// archivedAt is when the session was last archived (Unix ms), 0 while
+	// it is not (Options.ArchiveRetention, retention.go).
+	archivedAt int64
 	// pipe holds the actions waiting for a store write, in order
 	// (pipeline.go).
 	pipe pipeline

@@ -92,10 +92,14 @@ func TestCreateAndDisposeChat(t *testing.T) {
 	require.NotNil(t, err)
 	assert.Equal(t, CodeNotFound, err.Code)
 
-	// Disposing the session takes every chat with it.
+	// Disposing the session, whose side chat has a turn, archives it with
+	// every chat (issue 23: disposeSession never destroys history); the
+	// handler released them.
 	c.mustCall("disposeSession", map[string]any{"channel": s.uri}, nil)
-	assert.False(t, hs.h.ReadChat(side, func(*wire.ChatState) {}))
-	assert.False(t, hs.h.ReadChat(s.chat, func(*wire.ChatState) {}))
+	hs.handler.waitFor(t, "DisposeSession", func(b *fakeHandler) bool { return len(b.disposed) == 1 })
+	assert.True(t, hs.readSession(t, s.uri).Status.Has(wire.SessionStatusIsArchived))
+	assert.Len(t, hs.readChat(t, side).Turns, 1)
+	assert.True(t, hs.h.ReadChat(s.chat, func(*wire.ChatState) {}))
 }
 
 func TestCreateChatErrors(t *testing.T) {

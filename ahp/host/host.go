@@ -129,6 +129,11 @@ type Options struct {
 	// with an error that says so, rather than watched in part.
 	MaxWatchDirectories int
 
+	// ArchiveRetention, when positive, deletes archived sessions last
+	// modified longer ago than this, at start and periodically
+	// (retention.go). Zero keeps them until `ahp-bridge sessions delete`.
+	ArchiveRetention time.Duration
+
 	// maxWatchesPerConn overrides the constant of the same name in tests.
 	maxWatchesPerConn int
 }
@@ -273,6 +278,9 @@ func Open(opts Options) (*Host, error) {
 		if err := h.openDurable(opts.Store); err != nil {
 			return h, err
 		}
+	}
+	if opts.ArchiveRetention > 0 {
+		h.startRetention()
 	}
 	return h, nil
 }
@@ -422,10 +430,13 @@ func (h *Host) dropConn(c *conn) {
 	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
+	left := make([]*channel, 0, len(c.subs))
 	for uri, ch := range c.subs {
 		ch.dropSub(c)
 		delete(c.subs, uri)
+		left = append(left, ch)
 	}
+	groups := groupsOf(left) // archive.go
 	clientID := c.clientID
 	stillConnected := false
 	for o := range h.conns {
@@ -438,6 +449,7 @@ func (h *Host) dropConn(c *conn) {
 	if !stillConnected {
 		h.releaseActiveClient(clientID, func(string) bool { return true })
 	}
+	h.unloadReleased(groups)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -189,7 +189,7 @@ func TestReconnectAsTheFirstMessage(t *testing.T) {
 	u := hs.dial(t, "stranger")
 	_, err := u.call("reconnect", map[string]any{"channel": RootURI, "clientId": "stranger", "lastSeenServerSeq": 0, "subscriptions": []string{}})
 	require.NotNil(t, err)
-	assert.Equal(t, CodeInvalidRequest, err.Code)
+	assert.Equal(t, CodeNotFound, err.Code, "-32008: VS Code's newest client initializes again on it")
 	assert.Contains(t, err.Message, "initialize")
 	_, err = u.call("listSessions", map[string]any{"channel": RootURI})
 	require.NotNil(t, err, "still not initialized")

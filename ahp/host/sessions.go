@@ -240,6 +240,9 @@ func (h *Host) lockLive(uri string, kind chanKind) (*channel, *Error) {
 	return nil, notFoundError(uri)
 }
 
+// disposeSession removes a session without turns, with its rows. A
+// session with turns is archived and released instead, never deleted
+// (archive.go).
 func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	ch, err := h.lockLive(uri, chanSession)
 	if err != nil {
@@ -254,6 +257,21 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
 		return
 	}
+	if hasTurnsLocked(g) {
+		// History is never destroyed here: archived and released.
+		h.archiveSession(r, g) // archive.go
+		return
+	}
+	h.removeSession(g, true)
+	h.reply(r, nil, nil)
+}
+
+// removeSession removes the live session of g for good, with its rows,
+// and announces it (root/sessionRemoved); with release, the handler lets
+// go of its agent (Handler.DisposeSession). Called with g.mu held, after
+// the group's held actions went out; it releases it.
+func (h *Host) removeSession(g *sessionGroup, release bool) {
+	ch, uri := g.session, g.session.uri
 	var loaded func()
 	if h.ds != nil {
 		// Gone from the store before its removal is announced; nobody
@@ -262,7 +280,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		for _, c := range g.chats {
 			h.ds.cp.Forget(c.uri)
 		}
-		h.unindexSession(g)
+		h.unindexSession(uri)
 	}
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
@@ -281,10 +299,9 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.mu.Unlock()
 	h.updateActiveSessions()
 	h.filesDisposed(uri)
-	if h.handler != nil {
+	if release && h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}
-	h.reply(r, nil, nil)
 }
 
 // createChat adds a further chat to a session. Each chat is its own
@@ -312,6 +329,10 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	g := sess.group
 	g.mu.Lock()
 	chat, err := h.addChatLocked(sess, p)
+	var attach *reattach
+	if err == nil {
+		attach = h.reattachLocked(g) // an archived session's agent (archive.go)
+	}
 	g.mu.Unlock()
 	if err != nil {
 		h.reply(r, nil, err)
@@ -319,6 +340,7 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	h.reply(r, nil, nil)
 	if h.handler != nil {
+		attach.run(h)
 		h.handler.CreateChat(h.ctx, session, p.Chat, p)
 	}
 	if p.InitialMessage == nil {

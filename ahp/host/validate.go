@@ -86,6 +86,9 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		if ch.group.detached {
 			return "this session was restored from the state file, and this server cannot re-attach its agent; it keeps its history but takes no new turns"
 		}
+		if ch.group.releasing {
+			return "this session is being archived (disposeSession) and its agent released; send the turn again in a moment"
+		}
 		if st.ActiveTurn != nil {
 			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)
 		}

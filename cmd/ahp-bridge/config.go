@@ -61,6 +61,9 @@ type Config struct {
 	// session: list and resolve (names, types, sizes, times), never read
 	// or change. parseServe makes them absolute.
 	BrowseRoots []string `json:"browseRoots,omitempty"`
+	// ArchiveRetention deletes archived sessions older than this duration
+	// ("90d", "720h"); "" or "0" keeps them (retention.go).
+	ArchiveRetention string `json:"archiveRetention,omitempty"`
 
 	// src says where each setting came from, so that a problem is named
 	// the way the user wrote it: a flag, or a key of the file.
@@ -149,6 +152,7 @@ var flagOfKey = map[string]string{
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
 	"maxPendingRequests": "max-pending-requests", "state": "state", "readOnlyFiles": "read-only-files",
 	"defaultDirectory": "default-directory", "browseRoots": "browse-root",
+	"archiveRetention": "archive-retention",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -183,6 +187,7 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
                         [--max-pending-requests N] [--state FILE|none] [--read-only-files]
                         [--default-directory DIR] [--browse-root DIR]...
+                        [--archive-retention DURATION]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -201,6 +206,9 @@ ahp-bridge/state.db under the user's state directory, e.g.
 ~/.local/state/ahp-bridge/state.db) and --state none keeps everything in
 memory. One bridge per file: a second one on the same file refuses to start.
 'ahp-bridge sessions' lists, shows, exports and deletes what it holds.
+disposeSession never deletes a session with turns: it archives it (and
+releases its agent); --archive-retention DURATION (e.g. 90d) deletes archived
+sessions older than that, at start and hourly (default: never).
 
 A client may touch only the files of its sessions' working directories.
 Before it has a session it may browse (list directories and resolve paths,
@@ -232,6 +240,7 @@ type serveFlags struct {
 	maxSubs, maxPending       int
 	maxFrame                  int64
 	state                     string
+	archiveRetention          string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -256,6 +265,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
 	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
 	fs.StringVar(&f.state, "state", "", "keep sessions in the SQLite state `FILE`, or none to keep them in memory (default ahp-bridge/state.db in the user's state directory)")
+	fs.StringVar(&f.archiveRetention, "archive-retention", "", "delete archived sessions older than `DURATION` (e.g. 90d or 720h), at start and hourly (default: keep them)")
 	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
 	fs.StringVar(&f.defaultDir, "default-directory", "", "where clients' folder pickers start, a `DIR` they may browse without a session (default: the directory serve starts in)")
 	fs.Var(&f.browseRoots, "browse-root", "let clients browse `DIR` without a session: list and resolve, never read or change (repeatable)")
@@ -320,6 +330,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("read-only-files", func() { cfg.ReadOnlyFiles = f.readOnly })
 	override("default-directory", func() { cfg.DefaultDirectory = f.defaultDir })
 	override("browse-root", func() { cfg.BrowseRoots = f.browseRoots })
+	override("archive-retention", func() { cfg.ArchiveRetention = f.archiveRetention })
 	if set["acp"] {
 		cfg.Agents = nil
 		for _, a := range f.acps {
@@ -459,6 +470,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPendingRequests < 1 {
 		return usagef("%s %d: must be at least 1", c.name("maxPendingRequests"), c.MaxPendingRequests)
+	}
+	if _, err := parseRetention(c.ArchiveRetention); err != nil {
+		return usagef("%s %q: %v", c.name("archiveRetention"), c.ArchiveRetention, err)
 	}
 	if c.src != nil && c.src.flags["state"] && c.State == "" {
 		return usagef("%s: want a file name, or none", c.name("state"))

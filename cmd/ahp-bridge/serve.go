@@ -152,6 +152,8 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server,
 		DefaultDirectory:        cfg.DefaultDirectory,
 		BrowseRoots:             cfg.BrowseRoots,
 	}
+	// Validated with the rest of the configuration.
+	opts.ArchiveRetention, _ = parseRetention(cfg.ArchiveRetention)
 	if s.state != nil {
 		opts.Store = s.state
 		opts.OnStoreWrite = func(d time.Duration, err error) {

@@ -93,16 +93,21 @@ func TestStateSessionsCommand(t *testing.T) {
 	session := bridgetest.CreateSession(t, c, "demo", demoDir(t))
 	turn := bridgetest.StartTurn(t, c, session, "echo kept across restarts")
 	bridgetest.WaitTurnEnd(t, c, session, turn, 30*time.Second)
+	// disposeSession archives a session with turns; it stays in the file
+	// (issue 23), and `sessions delete` is what deletes it.
+	require.NoError(t, c.DisposeSession(bridgetest.Context(t, 30*time.Second), session))
 
 	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, session)
 	assert.Contains(t, out, "demo")
+	assert.Contains(t, out, "[archived]")
 
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "show", session, "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "session:")
 	assert.Regexp(t, `turns:\s+1\n`, out)
+	assert.Regexp(t, `archived:\s+yes`, out)
 
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "export", "--state", state, session)
 	require.Equal(t, exitOK, code, errOut)
