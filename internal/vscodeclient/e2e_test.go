@@ -395,6 +395,14 @@ func TestVSCodeEndToEnd(t *testing.T) {
 	}), "§2/top-10 #10: a rename dispatched on the chat channel is applied to the session")
 	assert.Empty(t, c.Rejected(), "no action of VS Code's was rejected")
 
+	// A dropped connection: VS Code reconnects on a new socket, without a
+	// channel, and gets what it missed.
+	out, err := c.Reconnect(short())
+	if assert.NoError(t, err, "top-10 #7: reconnect without channel after a dropped connection") {
+		assert.Contains(t, []string{"replay", "snapshot"}, out.Kind, "top-10 #7: a bridge that knows the client answers the reconnect itself")
+		assert.Empty(t, out.Missing, "top-10 #7: every subscription resumes")
+	}
+
 	// The newest client's own names, against the same bridge: a second
 	// window that follows VS Code's rule for a host that is not VS Code's.
 	newest, err := vsc.Dial(ctx, vsc.Options{Address: bridge.url})
@@ -417,7 +425,7 @@ func TestVSCodeEndToEnd(t *testing.T) {
 	// Restart the bridge on the same state file and address.
 	bridge.stop(t)
 	bridge = startBridge(t, state, bridge.listen, project)
-	out, err := c.Reconnect(short())
+	out, err = c.Reconnect(short())
 	t.Logf("reconnect after the restart: kind %q, reconnect error %v, missing %v, re-subscribed %v; err %v",
 		out.Kind, out.ReconnectErr, out.Missing, out.Restored, err)
 	if assert.NoError(t, err, "§4: after a restart VS Code's reconnect gets snapshots, or -32008 and a fresh initialize with the same clientId works") {
