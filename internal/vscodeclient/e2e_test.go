@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,10 @@ func TestVSCodeEndToEnd(t *testing.T) {
 	var defaultDir string
 	if assert.NotEmpty(t, init.DefaultDirectory, "§2: the initialize result carries defaultDirectory (the folder picker starts there)") {
 		_ = json.Unmarshal(init.DefaultDirectory, &defaultDir)
+		// A URI string: VS Code keeps its path.
+		if u, err := url.Parse(defaultDir); err == nil && u.Scheme == "file" {
+			defaultDir = u.Path
+		}
 	}
 	root, ok := c.Root()
 	require.True(t, ok, "brief §1.3: initialSubscriptions [ahp-root://] gives the root snapshot in the initialize result")
@@ -263,7 +268,19 @@ func TestVSCodeEndToEnd(t *testing.T) {
 	_, err = c.Call(short(), "getManagedSettingsDiagnostics", map[string]any{})
 	assert.Equal(t, vsc.CodeMethodNotFound, vsc.ErrorCode(err), "§2: -32601 for a request the bridge does not serve (got %v)", err)
 
-	// The agent catalogue before any session.
+	// The agent catalogue before any session. VS Code's model picker
+	// follows the root state, so models the bridge learns just after the
+	// handshake (it asks a provider it never ran at start) still count.
+	_ = c.WaitFor(short(), "the demo provider's models in the root state", func() bool {
+		r, _ := c.Root()
+		for _, a := range r.Agents {
+			if a.Provider == "demo" && len(a.Models) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	root, _ = c.Root()
 	var agent *wire.AgentInfo
 	for i := range root.Agents {
 		if root.Agents[i].Provider == "demo" {
