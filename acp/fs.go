@@ -50,9 +50,9 @@ func (s *session) fsFailure(err error) *sdk.RequestError {
 	}
 	switch se.Kind {
 	case sandbox.ErrNotFound:
-		// ACP's own wording for -32002 first: Gemini CLI reads a file
-		// before it writes one and takes the error for "no file yet" only
-		// by its text, so without it every new file failed (issue 26).
+		// ACP's own wording for -32002 first: agents built on the
+		// TypeScript SDK that tell "no such file" from other errors by
+		// the text (Gemini CLI) look for it.
 		return fsError(codeResourceNotFound, "Resource not found: %v", err)
 	case sandbox.ErrIO:
 		return fsError(codeInternal, "%v", err)

@@ -76,7 +76,6 @@ func TestGeminiAgent(t *testing.T) {
 		{"ShellWithoutApproval", geminiShellWithoutApproval},
 		{"ShellWithApproval", geminiShellWithApproval},
 		{"Edit", geminiEdit},
-		{"NewFile", geminiNewFile},
 		{"Cancel", geminiCancel},
 		{"ModelChange", geminiModelChange},
 		{"TwoSessions", geminiTwoSessions},
@@ -228,26 +227,6 @@ func geminiEdit(t *testing.T, r *acpRig, _ *mockgemini.Server) {
 		}
 	}
 	assert.Equal(t, []string{"file://" + path}, edited, "the client saw the file edited")
-	assertSessionIdle(t, r, ch)
-}
-
-// geminiNewFile: the model writes a file that does not exist yet; Gemini
-// CLI reads the path first and takes the bridge's answer for "no file yet"
-// only by the error's words, so this fails if they change.
-func geminiNewFile(t *testing.T, r *acpRig, _ *mockgemini.Server) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "new.txt")
-	ch := r.session("gemini", dir)
-	turnID := bridgetest.StartTurn(t, r.c, ch, "write:"+path+":a new file")
-	turn, asked := approveWith(t, r, ch, turnID, geminiAllowOnce)
-	require.Equal(t, wire.TurnStateComplete, turn.State, "error: %+v", client.TurnError(&turn))
-	require.Len(t, asked, 1, "the write asked the user first")
-	b, err := os.ReadFile(path)
-	require.NoError(t, err, "the approved write made the file")
-	assert.Equal(t, "a new file", string(b))
-	tools := completedTools(t, turn)
-	require.Len(t, tools, 1)
-	assert.True(t, tools[0].Success, "error: %+v", tools[0].Error)
 	assertSessionIdle(t, r, ch)
 }
 
