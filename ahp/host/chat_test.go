@@ -134,7 +134,9 @@ func TestCreateChatErrors(t *testing.T) {
 		{"a fork", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "fork", "chat": chat, "turnId": "t1"}}, CodeInvalidParams, "fork"},
 		{"a side chat", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "sideChat", "chat": chat}}, CodeInvalidParams, ""},
 		{"the default chat's URI", "createChat", map[string]any{"channel": uri, "chat": chat}, CodeAlreadyExists, chat},
-		{"another chat's URI", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, CodeAlreadyExists, "taken"},
+		{"another chat's URI, asked otherwise", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken", "workingDirectories": []string{"/w"}}, CodeAlreadyExists, "taken"},
+		{"another chat's URI with a first message", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken",
+			"initialMessage": wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}, CodeAlreadyExists, "taken"},
 		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:"},
 		{"another session's derived name", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI("ahp-session:/other", "c1")}, CodeInvalidParams, "ahp-session:/other"},
 		{"a subagent's chat id", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI(uri, "subagent") + "/tc1"}, CodeInvalidParams, "reserved"},
@@ -161,6 +163,10 @@ func TestCreateChatErrors(t *testing.T) {
 	}
 	c.t = t
 	assert.Equal(t, before, hs.h.Stats().ServerSeq, "no refused command changed any state")
+	assert.Len(t, hs.readSession(t, uri).Chats, 2)
+	// The same chat asked for again, as VS Code does: a no-op.
+	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, nil)
+	assert.Equal(t, before, hs.h.Stats().ServerSeq, "creating a chat that is there as asked changes nothing")
 	assert.Len(t, hs.readSession(t, uri).Chats, 2)
 	// A subset of the session's directories is fine.
 	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/d", "workingDirectories": []string{"/w"}}, nil)

@@ -328,6 +328,13 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	g := sess.group
 	g.mu.Lock()
+	if h.sameChatLocked(g, p) {
+		// VS Code sends createChat again for a chat it made (its host
+		// treats that as a no-op); the chat is there as asked.
+		g.mu.Unlock()
+		h.reply(r, nil, nil)
+		return
+	}
 	chat, err := h.addChatLocked(sess, p)
 	var attach *reattach
 	if err == nil {
@@ -359,6 +366,19 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		return
 	}
 	h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+}
+
+// sameChatLocked reports whether p asks for a chat that g already has as
+// asked: a live further chat of that name, with the same working
+// directories, and nothing for the new chat to start with (no initial
+// message, no source). Called with the group's mutex held.
+func (h *Host) sameChatLocked(g *sessionGroup, p wire.CreateChatParams) bool {
+	if p.InitialMessage != nil || p.Source != nil {
+		return false
+	}
+	ch := h.lookup(p.Chat)
+	return ch != nil && ch.kind == chanChat && ch.group == g && !ch.removed && ch != g.defaultChat() &&
+		slices.Equal(ch.chat.st.WorkingDirectories, p.WorkingDirectories)
 }
 
 // checkNewChatURI checks the name a client gives a chat it creates in
