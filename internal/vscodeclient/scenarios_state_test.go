@@ -59,30 +59,36 @@ func TestVSCodeStateOperations(t *testing.T) {
 	})
 
 	// VS Code sets its own autoApprove key; the bridge's session config is
-	// the agent's, so these use the scripted agent's mode.
+	// the agent's live settings, so this uses the scripted agent's mode. The
+	// agent reports its settings just after the session is ready, and again
+	// after each change; the check waits for them to settle.
 	run("session config changes merge with existing values", func(t *testing.T, c *vsc.Client) {
 		session, _ := newSession(t, c)
+		configOf := func() map[string]any {
+			s, _ := c.Session(session)
+			if s.Config == nil {
+				return nil
+			}
+			return s.Config.Values
+		}
+		require.NoError(t, c.WaitFor(scenarioCtx(t), "the agent's settings in the session config", func() bool {
+			v := configOf()
+			return v["model"] != nil && v["mode"] != nil
+		}))
 		before := sessionState(t, c, session)
 		require.NotNil(t, before.Config, "the session has a config")
-		require.NotEmpty(t, before.Config.Values, "the session has config values to merge with")
-		requireApplied(t, c, session, map[string]any{"type": "session/configChanged", "config": map[string]any{"mode": "plan"}})
 		want := map[string]any{}
 		for k, v := range before.Config.Values {
 			want[k] = v
 		}
 		want["mode"] = "plan"
+		requireApplied(t, c, session, map[string]any{"type": "session/configChanged", "config": map[string]any{"mode": "plan"}})
+		assert.NoError(t, c.WaitFor(scenarioCtx(t), "the merged config", func() bool {
+			return assert.ObjectsAreEqual(want, configOf())
+		}), "the config settles to the merged values: %v", configOf())
 		after := sessionState(t, c, session)
 		if assert.NotNil(t, after.Config) {
 			assert.Equal(t, want, after.Config.Values)
-		}
-	})
-
-	run("session config replacement drops previous values", func(t *testing.T, c *vsc.Client) {
-		session, _ := newSession(t, c)
-		requireApplied(t, c, session, map[string]any{"type": "session/configChanged", "config": map[string]any{"mode": "plan"}, "replace": true})
-		after := sessionState(t, c, session)
-		if assert.NotNil(t, after.Config) {
-			assert.Equal(t, map[string]any{"mode": "plan"}, after.Config.Values)
 		}
 	})
 
