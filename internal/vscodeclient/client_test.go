@@ -253,6 +253,10 @@ func TestReconnectReplayNeedsNoFallback(t *testing.T) {
 	defer c.Close()
 	_, err = c.Connect(ctx)
 	require.NoError(t, err)
+	// The host reads each connection on its own: what the first one sent
+	// must be in before the second connects, or the order below is the
+	// host's reading order rather than the client's.
+	h.sequence(t, len(connectSequence()))
 	out, err := c.Reconnect(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "replay", out.Kind)
