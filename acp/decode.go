@@ -646,6 +646,44 @@ func DecodePromptUsage(raw json.RawMessage) (*backend.Usage, error) {
 	return out, nil
 }
 
+// DecodeQuotaUsage decodes the token counts Gemini CLI puts in its prompt
+// result's `_meta.quota` instead of `usage` (acpSession.ts:
+// {token_count: {input_tokens, output_tokens}, model_usage: [{model,
+// token_count}]}). The model is set when the turn used exactly one. A
+// missing or unreadable quota, or one without counts, yields nil.
+func DecodeQuotaUsage(raw json.RawMessage) *backend.Usage {
+	if isNull(raw) {
+		return nil
+	}
+	type counts struct {
+		InputTokens  *float64 `json:"input_tokens"`
+		OutputTokens *float64 `json:"output_tokens"`
+	}
+	var q struct {
+		TokenCount *counts `json:"token_count"`
+		ModelUsage []struct {
+			Model string `json:"model"`
+		} `json:"model_usage"`
+	}
+	if json.Unmarshal(raw, &q) != nil || q.TokenCount == nil {
+		return nil
+	}
+	out := &backend.Usage{}
+	if n := tokenCount(q.TokenCount.InputTokens); n != nil {
+		out.InputTokens, out.Reported = *n, out.Reported|backend.UsageInput
+	}
+	if n := tokenCount(q.TokenCount.OutputTokens); n != nil {
+		out.OutputTokens, out.Reported = *n, out.Reported|backend.UsageOutput
+	}
+	if out.Reported == 0 {
+		return nil
+	}
+	if len(q.ModelUsage) == 1 {
+		out.Model = q.ModelUsage[0].Model
+	}
+	return out
+}
+
 // tokenCount turns a JSON number into a count of tokens. Agents written in
 // JavaScript may send any number, so fractions are cut and negative or
 // absurd values dropped rather than shown.

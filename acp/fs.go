@@ -50,7 +50,10 @@ func (s *session) fsFailure(err error) *sdk.RequestError {
 	}
 	switch se.Kind {
 	case sandbox.ErrNotFound:
-		return fsError(codeResourceNotFound, "%v", err)
+		// ACP's own wording for -32002 first: agents built on the
+		// TypeScript SDK that tell "no such file" from other errors by
+		// the text (Gemini CLI) look for it.
+		return fsError(codeResourceNotFound, "Resource not found: %v", err)
 	case sandbox.ErrIO:
 		return fsError(codeInternal, "%v", err)
 	case sandbox.ErrOutside:

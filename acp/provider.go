@@ -87,6 +87,11 @@ type Config struct {
 	// those reach session/new.
 	McpServers []backend.McpServer
 
+	// ProbeModels lets the bridge start the agent at start and open one
+	// throwaway session to learn its models when none are known from an
+	// earlier run (backend.ProviderInfo.ProbeModels).
+	ProbeModels bool
+
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports
 	// its models.
@@ -153,6 +158,7 @@ func (p *Provider) Info() backend.ProviderInfo {
 		Models:      slices.Clone(p.models),
 		McpServers:  slices.Clone(p.cfg.McpServers),
 		Auth:        p.authInfoLocked(),
+		ProbeModels: p.cfg.ProbeModels,
 	}
 }
 

@@ -697,6 +697,9 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 	var resp struct {
 		StopReason string          `json:"stopReason"`
 		Usage      json.RawMessage `json:"usage"`
+		Meta       struct {
+			Quota json.RawMessage `json:"quota"`
+		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return backend.TurnResult{}, fmt.Errorf("prompt: the agent's answer cannot be read: %w", err)
@@ -710,9 +713,13 @@ func (s *session) Prompt(ctx context.Context, pr backend.Prompt) (backend.TurnRe
 		// The turn itself ended well: its figures are only left out.
 		s.log.Warn().Err(err).Str("usage", clip(resp.Usage, 300)).Msg("the agent's token usage for the turn cannot be read; it is not reported")
 	}
+	if u == nil && err == nil {
+		// Gemini CLI reports the turn's tokens only in _meta.quota.
+		u = DecodeQuotaUsage(resp.Meta.Quota)
+	}
 	if u != nil {
 		s.mu.Lock()
-		if o, _ := s.findOptionLocked("model"); o != nil {
+		if o, _ := s.findOptionLocked("model"); o != nil && u.Model == "" {
 			u.Model = o.Current
 		}
 		s.mu.Unlock()

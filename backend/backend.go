@@ -50,6 +50,10 @@ type ProviderInfo struct {
 	// ACP agent: its authMethods, and whether session/new asked for
 	// authentication); nil when it has not, or has no sign-in.
 	Auth *AuthInfo
+	// ProbeModels allows the bridge to open one throwaway session at start
+	// to learn the models (Models is empty until a session opens), when
+	// none are known from an earlier run. It costs starting the agent.
+	ProbeModels bool
 }
 
 // ModelInfo is one model a provider offers.

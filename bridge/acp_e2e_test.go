@@ -883,22 +883,43 @@ func TestACPTwoSessionsShareTheAgent(t *testing.T) {
 	assert.NotContains(t, acpTurnText(turn.ResponseParts), "session b")
 }
 
+// TestACPDisposeDuringTurn: disposing of a session whose turn runs
+// cancels the turn and closes its ACP session, but keeps the session with
+// its history, archived (issue 23: disposeSession never destroys
+// history); its next turn re-attaches an agent session. The agent process
+// serves the other session undisturbed.
 func TestACPDisposeDuringTurn(t *testing.T) {
-	r := newACPRig(t, acpRigOptions{})
+	logs := newLogLines()
+	p := acp.NewProvider(acp.Config{ID: "script", Command: []string{bridgetest.ScriptAgent(t)}, CoalesceText: true},
+		zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), logs)))
+	r := newACPRig(t, acpRigOptions{providers: []backend.Provider{p}})
 	ch := r.session("script", acpProjectDir(t))
 	other := r.session("script", acpProjectDir(t))
 
-	bridgetest.StartTurn(t, r.c, ch, "permission")
+	turnID := bridgetest.StartTurn(t, r.c, ch, "permission")
 	r.pendingTool(r.c, ch)
 	require.NoError(t, r.c.DisposeSession(r.ctx(), ch))
+	logs.wait(t, "scriptagent: closed session sess-1")
+	ended := bridgetest.WaitTurnEnd(t, r.c, ch, turnID, acpTimeout)
+	assert.Equal(t, wire.TurnStateCancelled, ended.State)
 	sessions, err := r.c.ListSessions(r.ctx())
 	require.NoError(t, err)
-	require.Len(t, sessions, 1)
-	assert.Equal(t, other, sessions[0].Resource)
+	require.Len(t, sessions, 2, "kept")
+	for _, s := range sessions {
+		assert.Equal(t, s.Resource == ch, s.Status.Has(wire.SessionStatusIsArchived), "only %s is archived", ch)
+	}
 
-	// The agent process serves the other session undisturbed.
 	turn := r.turn(other, "echo still served")
 	assert.Equal(t, "text:echo still served", acpTurnText(turn.ResponseParts))
+
+	// The archived session takes a turn again, on a new agent session.
+	again := r.turn(ch, "echo back again")
+	assert.Equal(t, wire.TurnStateComplete, again.State, "error: %+v", client.TurnError(&again))
+	assert.Contains(t, acpTurnText(again.ResponseParts), "text:echo back again")
+	chat, err := r.c.Chat(ch)
+	require.NoError(t, err)
+	require.Len(t, chat.Turns, 2, "the history is intact")
+	assert.Equal(t, turnID, chat.Turns[0].ID)
 }
 
 func TestACPTerminalLimitAndKill(t *testing.T) {

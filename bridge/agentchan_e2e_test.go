@@ -1104,7 +1104,9 @@ func TestAgentchanDisposeDuringTurn(t *testing.T) {
 	require.NoError(t, e.c.DisposeSession(acCtx(t), e.channel))
 	aborts := e.waitReceived(t, "abort", 1)
 	assert.Equal(t, turnID, aborts[0].String("taskId"))
+	// The session is kept with its (cancelled) turn, archived: issue 23.
 	sessions, err := e.c.ListSessions(acCtx(t))
 	require.NoError(t, err)
-	assert.Empty(t, sessions)
+	require.Len(t, sessions, 1)
+	assert.True(t, sessions[0].Status.Has(wire.SessionStatusIsArchived))
 }

@@ -60,6 +60,11 @@ type Options struct {
 	// Clock returns the current time in Unix milliseconds; turn durations
 	// are measured with it. The wall clock by default.
 	Clock func() int64
+	// Models remembers the models each provider offered across restarts
+	// (the state store), so that AgentInfo.models is not empty before a
+	// provider's first session; nil keeps them for this run only
+	// (models.go).
+	Models ModelStore
 }
 
 // Bridge is the host.Handler of ahp-bridge.
@@ -76,6 +81,9 @@ type Bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// storeMu orders the writes of providers' models (models.go).
+	storeMu sync.Mutex
 
 	mu       sync.Mutex
 	sessions map[string]*session // by session URI
@@ -133,6 +141,10 @@ func (b *Bridge) Start(ctx context.Context) error {
 	if b.host == nil {
 		return fmt.Errorf("bridge: Start called before Attach")
 	}
+	b.mu.Lock()
+	ids := append([]string(nil), b.order...)
+	b.mu.Unlock()
+	b.seedModels(ids) // models.go
 	return b.publishAgents()
 }
 
@@ -149,7 +161,6 @@ func (b *Bridge) publishAgents() error {
 			Provider:    id,
 			DisplayName: firstNonEmpty(info.DisplayName, id),
 			Description: info.Description,
-			Models:      []wire.SessionModelInfo{},
 			// Every chat is a backend session of its own, so a session can
 			// have several; none starts from another chat's history (ACP
 			// has no way to seed a session with a transcript).
@@ -158,9 +169,7 @@ func (b *Bridge) publishAgents() error {
 			ProtectedResources: protectedResources(id, info.Auth),
 		}
 		b.authSeen[id] = authKey(info.Auth)
-		for _, m := range models {
-			ai.Models = append(ai.Models, wire.SessionModelInfo{ID: m.ID, Provider: id, Name: firstNonEmpty(m.Name, m.ID)})
-		}
+		ai.Models = modelInfos(id, models)
 		agents = append(agents, ai)
 	}
 	b.mu.Unlock()
@@ -200,6 +209,7 @@ func (b *Bridge) learnModels(provider string, opts []backend.ConfigOption, openi
 	b.models[provider] = models
 	b.mu.Unlock()
 	if !same {
+		b.storeModels(provider) // models.go, in the background
 		if err := b.publishAgents(); err != nil {
 			b.log.Warn().Err(err).Msg("could not republish agents")
 		}

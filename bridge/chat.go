@@ -41,6 +41,8 @@ type chat struct {
 	isDefault bool
 
 	ready chan struct{} // closed when the backend session is open (or failed)
+	// holdArmed: a flush of the turn's held tool call is due (toolHold).
+	holdArmed bool
 
 	mu        sync.Mutex
 	be        backend.Session // nil until ready, or when opening failed
@@ -200,7 +202,9 @@ func (c *chat) Event(ev backend.Event) {
 		}
 		c.dispatchTo(mapping.TerminalChannel(e.TerminalID), &wire.TerminalExitedAction{ExitCode: code})
 		if c.turnOpenLocked() {
-			c.turn.Apply(e) // the exit code goes into the terminal's tool content
+			// The exit code goes into the terminal's tool content; a tool
+			// call held back (mapping.Turn.Holding) is settled first.
+			c.dispatchActs(c.turn.Apply(e))
 		}
 	case backend.TerminalReleased:
 		// The channel stays so clients can still read what the command printed.
@@ -248,10 +252,35 @@ func (c *chat) Event(ev backend.Event) {
 		c.applyLocked(ev)
 		c.sess.observeChanges(c.uri, ev) // changes.go: a tool call's diffs
 	}
+	c.armHoldLocked()
 	c.mu.Unlock()
 	for _, f := range after {
 		f()
 	}
+}
+
+// toolHold bounds how long a tool call the agent reported running waits
+// for the agent's next event before clients are told it runs
+// (mapping.Turn.Holding): a permission request for it, which codex-acp
+// sends right after, makes it pending confirmation from the start.
+const toolHold = 100 * time.Millisecond
+
+// armHoldLocked flushes the turn's held tool call after toolHold unless
+// the agent's next event settles it first.
+func (c *chat) armHoldLocked() {
+	if c.holdArmed || !c.turnOpenLocked() || !c.turn.Holding() {
+		return
+	}
+	c.holdArmed = true
+	t := c.turn
+	time.AfterFunc(toolHold, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.holdArmed = false
+		if c.turn == t && c.turnOpenLocked() {
+			c.dispatchActs(t.Flush())
+		}
+	})
 }
 
 // turnOpenLocked reports whether an AHP turn is open for the agent's
@@ -406,7 +435,7 @@ func (c *chat) startTurn(a *wire.ChatTurnStartedAction) {
 		switch {
 		case be == nil:
 			err = fmt.Errorf("the agent session is not available: %w", openErr)
-		case !c.useModel(be, want):
+		case !c.useModel(be, want) || !c.useModelConfig(be, a.Message):
 			// The clients cancelled the turn while the model was switched.
 			res = backend.TurnResult{StopReason: backend.StopCancelled}
 		default:
@@ -442,6 +471,34 @@ func (c *chat) useModel(be backend.Session, want string) bool {
 			c.model = want
 		}
 		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.gone
+}
+
+// useModelConfig applies the model configuration the turn's message
+// carries (message.model.config: e.g. a reasoning effort VS Code's model
+// picker offers) to the backend session's settings of the same ids. A
+// value the agent refuses is said in the turn and the turn runs on. It
+// reports whether the turn is still to be prompted.
+func (c *chat) useModelConfig(be backend.Session, msg wire.Message) bool {
+	c.mu.Lock()
+	changes := mapping.TurnModelConfig(msg, c.options)
+	c.mu.Unlock()
+	for _, ch := range changes {
+		ctx, cancel := context.WithTimeout(c.b.ctx, configTimeout)
+		err := be.SetConfig(ctx, ch.Key, ch.Value)
+		cancel()
+		if err != nil {
+			c.log.Warn().Err(err).Str("key", ch.Key).Str("value", ch.Value).Msg("the agent would not take the turn's model setting")
+			c.mu.Lock()
+			c.notices = append(c.notices, fmt.Sprintf("The agent did not take `%s` = `%s` this turn asked for. %s", ch.Key, ch.Value, err))
+			if c.turn != nil && !c.gone {
+				c.noticesLocked(c.turn)
+			}
+			c.mu.Unlock()
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

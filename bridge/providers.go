@@ -42,6 +42,12 @@ func (b *Bridge) SetProviders(ctx context.Context, ps []backend.Provider) error 
 		b.mu.Unlock()
 		return errBridgeClosed
 	}
+	var fresh []string // ids new to this run: their models may be stored or probed
+	for _, id := range order {
+		if _, had := b.providers[id]; !had {
+			fresh = append(fresh, id)
+		}
+	}
 	for id, old := range b.providers {
 		if !kept[old] {
 			b.retired = append(b.retired, old)
@@ -54,6 +60,7 @@ func (b *Bridge) SetProviders(ctx context.Context, ps []backend.Provider) error 
 	idle := b.takeIdleRetiredLocked()
 	b.mu.Unlock()
 	b.closeProviders(ctx, idle)
+	b.seedModels(fresh) // models.go
 	return b.publishAgents()
 }
 

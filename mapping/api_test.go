@@ -75,6 +75,8 @@ func TestTurnAccessors(t *testing.T) {
 	old := "a\n"
 	turn.Apply(backend.ToolCall{ID: "c1", Title: "edit", Kind: "edit", Status: backend.ToolInProgress,
 		ContentMode: backend.ContentReplace, Content: []backend.ToolContent{{Type: "diff", Path: "/f", OldText: &old, NewText: "b\n"}}})
+	require.True(t, turn.Holding(), "a call reported running waits for the next event")
+	turn.Flush()
 	r, ok := turn.Resource(DiffURI("t1", "c1", 0, "old"))
 	require.True(t, ok)
 	require.Equal(t, Resource{Data: "a\n", ContentType: "text/plain"}, r)

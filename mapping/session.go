@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -134,6 +135,61 @@ func TurnModel(msg wire.Message, draft *wire.Message) string {
 	return ""
 }
 
+// ConfigChange is one agent setting a turn asks for.
+type ConfigChange struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// TurnModelConfig is the model configuration a turn asks for
+// (message.model.config, VS Code's per-model picker values such as a
+// reasoning effort) as changes of the agent session's settings: each key
+// that names one of the agent's settings (opts) other than the model
+// itself, whose value differs from the current one, in key order. Keys the
+// agent does not have are left out (a client may send a configuration of
+// its own); numbers and booleans are given as their JSON text.
+func TurnModelConfig(msg wire.Message, opts []backend.ConfigOption) []ConfigChange {
+	if msg.Model == nil || len(msg.Model.Config) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(msg.Model.Config))
+	for k := range msg.Model.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []ConfigChange
+	for _, k := range keys {
+		var opt *backend.ConfigOption
+		for i := range opts {
+			if opts[i].ID == k {
+				opt = &opts[i]
+				break
+			}
+		}
+		if opt == nil || opt.ID == "model" || opt.Category == "model" {
+			continue
+		}
+		var v string
+		switch x := msg.Model.Config[k].(type) {
+		case string:
+			v = x
+		case nil:
+			continue
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				continue
+			}
+			v = string(b)
+		}
+		if v == "" || v == opt.Current {
+			continue
+		}
+		out = append(out, ConfigChange{Key: k, Value: v})
+	}
+	return out
+}
+
 // WorkingDirectory is the local directory an agent session of a chat
 // works in: the first of the chat's working directories, else the first
 // of its session's (AHP lists them as file URIs; plain absolute paths are
@@ -171,7 +227,7 @@ func WorkingDirectory(session, chat []string) (string, error) {
 // MetaContextWindow of the session's `_meta`, and the new `_meta`. Only the
 // fields the update carries change: an agent that reports the cost alone
 // (or `used: null`) leaves the other figures as they were. An update that
-// carries nothing gives no action.
+// carries nothing, or changes nothing, gives no action.
 func ContextWindow(meta map[string]any, chat string, cu backend.ContextUsage) ([]wire.StateAction, map[string]any) {
 	if cu.Used == nil && cu.Size == nil && cu.Cost == nil && len(cu.Meta) == 0 {
 		return nil, meta
@@ -205,6 +261,12 @@ func ContextWindow(meta map[string]any, chat string, cu backend.ContextUsage) ([
 	}
 	if len(cu.Meta) > 0 {
 		cw["_meta"] = maps.Clone(cu.Meta)
+	}
+	if prev, ok := all[chat]; ok && metaKey(map[string]any{"w": prev}) == metaKey(map[string]any{"w": cw}) {
+		// The same figures again (codex-acp repeats its usage_update two
+		// or three times a turn): session/metaChanged replaces the whole
+		// `_meta`, the settings schema included, so nothing is sent.
+		return nil, meta
 	}
 	all[chat] = cw
 	next[MetaContextWindow] = all

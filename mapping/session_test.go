@@ -105,3 +105,33 @@ func TestOriginNote(t *testing.T) {
 		require.Contains(t, OriginNote(k), "not", k)
 	}
 }
+
+// TestTurnModelConfig pins which of a turn's model configuration values
+// are asked of the agent session (testdata/turn_model_config.golden.json).
+func TestTurnModelConfig(t *testing.T) {
+	opts := []backend.ConfigOption{
+		{ID: "model", Category: "model", Current: "m1"},
+		{ID: "reasoningEffort", Category: "thought_level", Current: "medium"},
+		{ID: "maxTurns", Current: "10"},
+		{ID: "fast", Current: "false"},
+	}
+	msg := func(cfg map[string]wire.JsonPrimitive) wire.Message {
+		return wire.Message{Text: "hi", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}, Model: &wire.ModelSelection{ID: "m2", Config: cfg}}
+	}
+	cases := []struct {
+		Name    string         `json:"name"`
+		Message wire.Message   `json:"message"`
+		Changes []ConfigChange `json:"changes"`
+	}{
+		{Name: "no config", Message: msg(nil)},
+		{Name: "no model", Message: wire.Message{Text: "hi"}},
+		{Name: "a new effort", Message: msg(map[string]wire.JsonPrimitive{"reasoningEffort": "high"})},
+		{Name: "the current effort", Message: msg(map[string]wire.JsonPrimitive{"reasoningEffort": "medium"})},
+		{Name: "numbers and booleans as JSON, in key order", Message: msg(map[string]wire.JsonPrimitive{"maxTurns": float64(20), "fast": true})},
+		{Name: "keys the agent does not have, the model, null", Message: msg(map[string]wire.JsonPrimitive{"contextTier": "1m", "model": "m3", "maxTurns": nil})},
+	}
+	for i, tc := range cases {
+		cases[i].Changes = TurnModelConfig(tc.Message, opts)
+	}
+	checkGolden(t, filepath.Join("testdata", "turn_model_config.golden.json"), cases)
+}

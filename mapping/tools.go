@@ -114,6 +114,27 @@ func (ts *toolState) toolMeta() map[string]any {
 	if ts.kind != "" {
 		m["kind"] = ts.kind
 	}
+	if _, own := m[MetaToolKind]; !own {
+		if k := ts.clientToolKind(); k != "" {
+			m[MetaToolKind] = k
+		}
+	}
+	if m[MetaToolKind] == ToolKindSubagent {
+		// What VS Code's subagent widget shows: the task and the agent
+		// that does it (Claude's Task tool: description, subagent_type).
+		var in struct {
+			Description  string `json:"description"`
+			SubagentType string `json:"subagent_type"`
+		}
+		if json.Unmarshal(ts.rawInput, &in) == nil {
+			if _, own := m["subagentDescription"]; !own && in.Description != "" {
+				m["subagentDescription"] = in.Description
+			}
+			if _, own := m["subagentAgentName"]; !own && in.SubagentType != "" {
+				m["subagentAgentName"] = in.SubagentType
+			}
+		}
+	}
 	if len(ts.locations) > 0 {
 		locs := make([]any, 0, len(ts.locations))
 		for _, l := range ts.locations {
@@ -134,6 +155,40 @@ func (ts *toolState) toolMeta() map[string]any {
 		return nil
 	}
 	return m
+}
+
+// MetaToolKind is the key, in a tool call's `_meta`, of the rendering
+// hint VS Code's Agents window reads (its stateToProgressAdapter):
+// ToolKindTerminal shows the call as a command line with its output (and a
+// command-line confirmation built from toolInput's `command`),
+// ToolKindSearch as a search, ToolKindSubagent as a subagent with
+// `_meta.subagentDescription` and `_meta.subagentAgentName`.
+const MetaToolKind = "toolKind"
+
+// The values of MetaToolKind.
+const (
+	ToolKindTerminal = "terminal"
+	ToolKindSearch   = "search"
+	ToolKindSubagent = "subagent"
+)
+
+// clientToolKind is the MetaToolKind of the call: a subagent when the
+// agent's own tool is Claude's Task (or Agent) tool, named in
+// `_meta.claudeCode.toolName`; a terminal for ACP kind `execute` (shell
+// commands); a search for ACP kind `search`; else none.
+func (ts *toolState) clientToolKind() string {
+	if cc, ok := ts.meta["claudeCode"].(map[string]any); ok {
+		if name, _ := cc["toolName"].(string); name == "Task" || name == "Agent" {
+			return ToolKindSubagent
+		}
+	}
+	switch ts.kind {
+	case "execute":
+		return ToolKindTerminal
+	case "search":
+		return ToolKindSearch
+	}
+	return ""
 }
 
 func knownStatus(s backend.ToolStatus) bool {
@@ -275,6 +330,13 @@ func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
 	switch ts.phase {
 	case phaseStreaming:
 		acts = append(acts, t.streamDelta(ts, !isRunning(ts.status))...)
+		if isRunning(ts.status) && !isTerminal(ts.status) {
+			// Held until the turn's next event: codex-acp reports a
+			// command running and then asks permission for it; shown
+			// running at once, clients would see running, then pending.
+			t.held = ts
+			return acts
+		}
 		if isRunning(ts.status) {
 			acts = append(acts, t.ready(ts, wire.ToolCallConfirmationReasonNotNeeded))
 			if isTerminal(ts.status) {
@@ -301,6 +363,43 @@ func (t *Turn) toolCall(e backend.ToolCall) []wire.StateAction {
 		}
 	}
 	return acts
+}
+
+// Holding reports whether a tool call the agent reported running waits
+// for the turn's next event before clients are told it runs. An agent may
+// report a call in_progress and ask permission for it right after
+// (codex-acp does when its sandbox refused the command): the request
+// then makes the call's first toolCallReady a pending confirmation,
+// instead of a running call that flips to pending. Any other event of the
+// turn, and its end, settle the call as running first. The bridge bounds
+// the wait (bridge/chat.go, toolHold) by calling Flush when nothing else
+// comes.
+func (t *Turn) Holding() bool { return t.held != nil }
+
+// Flush settles a held tool call: it is running, with its content so far.
+// Without one it returns nil.
+func (t *Turn) Flush() []wire.StateAction {
+	ts := t.held
+	t.held = nil
+	if ts == nil || ts.phase != phaseStreaming || t.ended {
+		return nil
+	}
+	acts := []wire.StateAction{t.ready(ts, wire.ToolCallConfirmationReasonNotNeeded)}
+	if len(ts.content) > 0 {
+		acts = append(acts, t.contentChanged(ts))
+	}
+	return acts
+}
+
+// settleFor settles a held tool call before a permission request for the
+// backend tool call id: a request for the held call itself takes it over
+// (the call goes from streaming straight to its confirmation).
+func (t *Turn) settleFor(id string) []wire.StateAction {
+	if t.held != nil && t.tools[id] == t.held {
+		t.held = nil
+		return nil
+	}
+	return t.Flush()
 }
 
 // ready moves a streaming tool call to running with the given reason.
@@ -333,6 +432,18 @@ func (t *Turn) contentChanged(ts *toolState) wire.StateAction {
 
 // complete ends a tool call with its result.
 func (t *Turn) complete(ts *toolState, success bool) wire.StateAction {
+	return t.completeWith(ts, success, "")
+}
+
+// NoResultError is the error of a tool call that was still running when
+// its turn ended normally: the agent never said how it went, so it did not
+// succeed (issue 26: codex-acp left `ls` in_progress when its sandbox
+// failed).
+const NoResultError = "the agent ended the turn without reporting a result for this tool call"
+
+// completeWith is complete with the error message of a failure given;
+// "" uses the tool's own first text, else "<name> failed".
+func (t *Turn) completeWith(ts *toolState, success bool, errMsg string) wire.StateAction {
 	ts.phase = phaseDone
 	res := resultFields{
 		success:    success,
@@ -340,8 +451,15 @@ func (t *Turn) complete(ts *toolState, success bool) wire.StateAction {
 		content:    t.toolContent(ts),
 		structured: structured(ts.rawOutput),
 	}
+	if len(res.content) == 0 {
+		// codex-acp puts a command's output only in its rawOutput, which
+		// clients get as structuredContent and do not show.
+		if out := rawOutputText(ts.rawOutput); out != "" {
+			res.content = append(res.content, textContent(out))
+		}
+	}
 	if !success {
-		res.errMsg = orDefault(firstText(ts.content), ts.displayName()+" failed")
+		res.errMsg = orDefault(errMsg, orDefault(firstText(ts.content), ts.displayName()+" failed"))
 	}
 	// The whole `_meta` as always (AHP replaces it with the action's); {}
 	// when what clients have must be cleared.
@@ -351,6 +469,26 @@ func (t *Turn) complete(ts *toolState, success bool) wire.StateAction {
 		meta = map[string]any{}
 	}
 	return toolCallCompleteAction(t.id, ts.ahpID, meta, res)
+}
+
+// rawOutputText is the printed output a command's raw output carries, when
+// it is an object with one of the members agents use for it (codex-acp's
+// exec end: aggregated_output, formatted_output, stdout; "output"), else "".
+func rawOutputText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return ""
+	}
+	for _, k := range []string{"aggregated_output", "formatted_output", "stdout", "output"} {
+		var s string
+		if json.Unmarshal(obj[k], &s) == nil && strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // structured turns a raw output into AHP structuredContent: a JSON object as
@@ -392,14 +530,21 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 	if t.ended {
 		return nil
 	}
-	ts, acts, _ := t.lookup(req.ToolCall, true)
+	settled := t.settleFor(req.ToolCall.ID)
+	call, description := permissionText(req.ToolCall)
+	ts, acts, _ := t.lookup(call, true)
+	acts = append(settled, acts...)
 	acts = append(acts, t.streamDelta(ts, false)...)
 	if ts.phase == phasePending {
 		return acts
 	}
 	ts.phase = phasePending
+	invocation := ts.displayName()
+	if description != "" {
+		invocation += "\n\n" + description
+	}
 	return append(acts, toolCallReadyAction(t.id, ts.ahpID, readyFields{
-		invocation:        ts.displayName(),
+		invocation:        invocation,
 		intention:         ts.newIntention(),
 		toolInput:         string(ts.rawInput),
 		confirmationTitle: ConfirmationTitle(ts.kind),
@@ -407,6 +552,33 @@ func (t *Turn) Permission(req backend.PermissionRequest) []wire.StateAction {
 		options:           ConfirmationOptions(req.Options),
 		meta:              ts.metaChange(),
 	}))
+}
+
+// permissionText takes the text a permission request's tool call carries
+// out of its content: it explains the request (codex-acp: why the command
+// needs approval, the decisions available) and is the confirmation's
+// description, not the tool's output, which it would otherwise stay as
+// when the command printed nothing. Diffs and terminals stay content.
+func permissionText(call backend.ToolCall) (backend.ToolCall, string) {
+	var texts []string
+	var kept []backend.ToolContent
+	for _, c := range call.Content {
+		if c.Type == "content" && c.Block == nil && c.Text != "" {
+			texts = append(texts, c.Text)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(texts) == 0 {
+		return call, ""
+	}
+	call.Content = kept
+	if len(kept) == 0 {
+		// Nothing left to say about the content: what the call showed
+		// before the request stays.
+		call.Content, call.ContentMode = nil, backend.ContentUnchanged
+	}
+	return call, strings.Join(texts, "\n\n")
 }
 
 // AutoPermission answers a permission request by policy (see AutoApprove)
@@ -418,7 +590,10 @@ func (t *Turn) AutoPermission(req backend.PermissionRequest, approve bool) []wir
 	if t.ended {
 		return nil
 	}
-	ts, acts, _ := t.lookup(req.ToolCall, true)
+	settled := t.settleFor(req.ToolCall.ID)
+	call, _ := permissionText(req.ToolCall)
+	ts, acts, _ := t.lookup(call, true)
+	acts = append(settled, acts...)
 	acts = append(acts, t.streamDelta(ts, false)...)
 	if approve {
 		if ts.phase == phasePending {

@@ -147,6 +147,10 @@ type Turn struct {
 
 	exits map[string]int64 // terminal id → exit code, for terminal tool content
 
+	// held is a tool call the agent reported running whose toolCallReady
+	// waits for the turn's next event (see Holding).
+	held *toolState
+
 	ended bool
 }
 
@@ -220,11 +224,20 @@ func (t *Turn) ToolCallID(backendID string) string {
 // goes through AskQuestion, whose request id the bridge can also find with
 // PendingQuestions.
 func (t *Turn) Apply(ev backend.Event) []wire.StateAction {
+	if req, ok := ev.(backend.PermissionRequest); ok {
+		return t.Permission(req) // which settles a held tool call itself
+	}
 	if t.ended {
 		acts, meta := sessionEvent(ev, t.meta)
 		t.meta = meta
 		return acts
 	}
+	held := t.Flush()
+	return append(held, t.apply(ev)...)
+}
+
+// apply is Apply once a held tool call was settled.
+func (t *Turn) apply(ev backend.Event) []wire.StateAction {
 	switch e := ev.(type) {
 	case backend.TextChunk:
 		return t.text(e.Text)
@@ -234,8 +247,6 @@ func (t *Turn) Apply(ev backend.Event) []wire.StateAction {
 		return t.contentBlock(e)
 	case backend.ToolCall:
 		return t.toolCall(e)
-	case backend.PermissionRequest:
-		return t.Permission(e)
 	case backend.Question:
 		_, acts := t.AskQuestion(e)
 		return acts
@@ -437,11 +448,12 @@ func PlanMarkdown(p backend.Plan) string {
 // QuestionFor/TakeQuestion. It returns the request id the client will
 // answer with chat/inputCompleted.
 func (t *Turn) AskQuestion(q backend.Question) (requestID string, acts []wire.StateAction) {
+	acts = t.Flush()
 	req := inputRequest(t.ids(), q.Questions, t.ids)
 	id := req.ID
 	t.questions[id] = &PendingQuestion{Request: req, Question: q}
 	t.questionOrder = append(t.questionOrder, id)
-	return id, []wire.StateAction{inputRequestedAction(req)}
+	return id, append(acts, inputRequestedAction(req))
 }
 
 // QuestionFor returns the pending question published under requestID.
@@ -496,12 +508,16 @@ func (t *Turn) end(result backend.TurnResult, err error, errType string) []wire.
 	// The producer's own measure (AHP: clients must not derive it from
 	// timestamps); a clock that went backwards gives 0, not a negative.
 	duration := max(0, t.now()-t.startedAt)
-	var acts []wire.StateAction
+	acts := t.Flush()
 	normal := err == nil && result.StopReason != backend.StopRefusal && result.StopReason != backend.StopCancelled
 	if normal {
+		// A call the agent left running did not succeed: it fails, saying
+		// why (the AHP reducers would cancel it as skipped, which hides
+		// that it ran). Calls that never started running are left to the
+		// reducers' force-cancel at the turn's end.
 		for _, ts := range t.toolOrder {
 			if ts.phase == phaseRunning {
-				acts = append(acts, t.complete(ts, true))
+				acts = append(acts, t.completeWith(ts, false, NoResultError))
 			}
 		}
 	}

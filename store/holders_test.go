@@ -218,6 +218,7 @@ func TestDeleteRefusesAHeldSession(t *testing.T) {
 
 	err = b.DeleteSession(ctx, sess.URI)
 	require.ErrorIs(t, err, ErrHeld)
+	assert.False(t, b.Health().Failing, "a refusal is not the file failing")
 	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid()))
 	_, err = b.GetSession(ctx, sess.URI)
 	require.NoError(t, err, "still there")

@@ -545,7 +545,7 @@ func (s *SQLite) note(err error) error {
 		s.health.Failing = false
 		return nil
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly) ||
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrHeld) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -923,6 +923,39 @@ func (s *SQLite) ReserveSeqBlock(ctx context.Context, n int64) (int64, error) {
 		return 0, fmt.Errorf("reserving %d serverSeq values: %w", n, err)
 	}
 	return mark, nil
+}
+
+// PutProviderModels implements Store.
+func (s *SQLite) PutProviderModels(ctx context.Context, provider string, models json.RawMessage) error {
+	if !json.Valid(models) {
+		return fmt.Errorf("storing the models of provider %q: not valid JSON", provider)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO provider_models (provider, models, updated_ns) VALUES (?, ?, ?)
+			ON CONFLICT (provider) DO UPDATE SET models = excluded.models, updated_ns = excluded.updated_ns`,
+			provider, []byte(models), time.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storing the models of provider %q: %w", provider, err)
+	}
+	return nil
+}
+
+// ProviderModels implements Store.
+func (s *SQLite) ProviderModels(ctx context.Context, provider string) (json.RawMessage, error) {
+	if err := s.usable(false); err != nil {
+		return nil, err
+	}
+	var b []byte
+	err := s.r.QueryRowContext(ctx, `SELECT models FROM provider_models WHERE provider = ?`, provider).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the models of provider %q: %w", provider, err)
+	}
+	return json.RawMessage(b), nil
 }
 
 // --- reads ---

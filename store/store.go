@@ -64,6 +64,25 @@ type Store interface {
 	// above it was ever handed out under the SeqReserve rule.
 	SeqHighWater(ctx context.Context) (int64, error)
 
+	// PutProviderModels remembers the models a provider's agent last
+	// offered, as a JSON array (AHP 1.0.0 model infos; the store does not
+	// read it), replacing what was stored for the provider. A restarted
+	// bridge publishes them before the provider's first session.
+	PutProviderModels(ctx context.Context, provider string, models json.RawMessage) error
+	// ProviderModels returns the models stored for a provider.
+	// ErrNotFound if none are.
+	ProviderModels(ctx context.Context, provider string) (json.RawMessage, error)
+
+	// PutClient creates or replaces a client's record: the protocol
+	// dialect it negotiated and what it subscribed to, so that a restarted
+	// bridge can answer its `reconnect` (clients.go).
+	PutClient(ctx context.Context, c Client) error
+	// GetClient returns a client's record. ErrNotFound if there is none.
+	GetClient(ctx context.Context, clientID string) (Client, error)
+	// PruneClients deletes the records of clients last seen before t, and
+	// says how many it deleted.
+	PruneClients(ctx context.Context, before time.Time) (int, error)
+
 	// Health reports whether writes are failing, for a warning the host
 	// shows until they succeed again.
 	Health() Health

@@ -597,7 +597,8 @@ func TestCreateAndDisposeChat(t *testing.T) {
 	c := connect(t, h, client.Options{})
 	uri := readySession(t, c)
 	ctx := testCtx(t)
-	side := client.NewChatURI()
+	assert.Equal(t, wire.DefaultChatURI(uri), must(c.DefaultChat(uri)), "the default chat has VS Code's name")
+	side := client.NewSessionChatURI(uri)
 	require.NoError(t, c.CreateChat(ctx, wire.CreateChatParams{Channel: uri, Chat: side}))
 	st, err := c.WaitFor(ctx, uri, func(s *wire.SessionState) bool { return len(s.Chats) == 2 })
 	require.NoError(t, err)
@@ -955,6 +956,11 @@ func TestNewURIs(t *testing.T) {
 	assert.Regexp(t, re, a)
 	assert.NotEqual(t, a, b)
 	assert.Regexp(t, `^ahp-chat:/[0-9a-f-]{36}$`, client.NewChatURI())
+	side := client.NewSessionChatURI("claude:/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
+	assert.Regexp(t, `^ahp-chat://[0-9a-f-]{36}/Y2xhdWRlOi8wYTFiMmMzZC00ZTVmLTRhNmItOGM3ZC05ZTBmMWEyYjNjNGQ$`, side)
+	name, ok := wire.ParseChatURI(side)
+	require.True(t, ok)
+	assert.Equal(t, "claude:/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", name.Session)
 }
 
 func TestRPCErrorText(t *testing.T) {

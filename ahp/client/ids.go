@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 // NewSessionURI returns a fresh session channel URI, `ahp-session:/<uuid>`.
@@ -12,8 +14,15 @@ import (
 func NewSessionURI() string { return "ahp-session:/" + NewUUID() }
 
 // NewChatURI returns a fresh chat channel URI, `ahp-chat:/<uuid>`, for
-// CreateChat: the client chooses the URI of a chat it adds.
+// CreateChat: the client chooses the URI of a chat it adds. NewSessionChatURI
+// makes the form VS Code uses, which names the session too.
 func NewChatURI() string { return "ahp-chat:/" + NewUUID() }
+
+// NewSessionChatURI returns a fresh chat URI for a chat of session in the
+// form VS Code mints for side and fork chats,
+// `ahp-chat://<uuid>/<base64url(session)>` (wire.ChatURI): a reader can tell
+// the chat's session from its name (wire.ParseChatURI).
+func NewSessionChatURI(session string) string { return wire.ChatURI(session, NewUUID()) }
 
 // NewUUID returns a random (version 4) UUID in its canonical text form.
 func NewUUID() string {

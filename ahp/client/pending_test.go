@@ -41,15 +41,18 @@ func TestPendingConfirmations(t *testing.T) {
 
 func TestKindOf(t *testing.T) {
 	for uri, want := range map[string]channelKind{
-		"ahp-root://":            kindRoot,
-		"ahp-session:/a":         kindSession,
-		"copilot:/b":             kindSession, // ahpx names sessions <provider>:/<uuid>
-		"ahp-chat:/c":            kindChat,
-		"ahp-terminal:/t":        kindOther,
-		"ahp-changeset:/x":       kindOther,
-		"ahp-annotations:/x":     kindOther,
-		"ahp-resource-watch:/rw": kindOther,
-		"nonsense":               kindOther,
+		"ahp-root://":                    kindRoot,
+		"ahp-root:":                      kindRoot, // the root as VS Code may spell it
+		"ahp-chat://default/ZGVtbzovczE": kindChat,
+		"agenthost-terminal:/u":          kindOther, // VS Code's client terminals are not sessions
+		"ahp-session:/a":                 kindSession,
+		"copilot:/b":                     kindSession, // ahpx names sessions <provider>:/<uuid>
+		"ahp-chat:/c":                    kindChat,
+		"ahp-terminal:/t":                kindOther,
+		"ahp-changeset:/x":               kindOther,
+		"ahp-annotations:/x":             kindOther,
+		"ahp-resource-watch:/rw":         kindOther,
+		"nonsense":                       kindOther,
 	} {
 		assert.Equal(t, want, kindOf(uri), uri)
 	}

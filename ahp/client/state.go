@@ -36,13 +36,13 @@ const (
 // unknown ahp-* scheme is some channel this client keeps no state for.
 func kindOf(uri string) channelKind {
 	switch {
-	case uri == RootChannel:
+	case wire.IsRootChannel(uri): // ahp-root:// or ahp-root:
 		return kindRoot
 	case strings.HasPrefix(uri, chatPrefix):
 		return kindChat
 	case strings.HasPrefix(uri, sessionPrefix):
 		return kindSession
-	case strings.HasPrefix(uri, "ahp-"):
+	case strings.HasPrefix(uri, "ahp-"), wire.IsTerminalURI(uri): // VS Code's agenthost-terminal:/<uuid> too
 		return kindOther
 	case strings.Contains(uri, ":/"):
 		return kindSession
@@ -60,8 +60,9 @@ type Event struct {
 	Channel string
 	// Session is the session Channel belongs to: Channel itself for a
 	// session channel, the owning session for a chat the client knows the
-	// session of (one it subscribed to through its session, or listed in a
-	// subscribed session's catalogue), else empty. It lets a caller that
+	// session of (one it subscribed to through its session, listed in a
+	// subscribed session's catalogue, or named in the derived form
+	// ahp-chat://<chatId>/<base64url(session)>), else empty. It lets a caller that
 	// shows one session pick its events from both of its channels.
 	Session string
 	// Params holds the notification's params verbatim.
@@ -137,13 +138,20 @@ func (c *Client) handleNotification(method string, params json.RawMessage) error
 	return nil
 }
 
-// sessionOfLocked returns the session a channel belongs to, if known.
+// sessionOfLocked returns the session a channel belongs to, if known: a
+// chat's from its session's catalogue, or else from its name when it has
+// the derived form that names its session (wire.ParseChatURI).
 func (c *Client) sessionOfLocked(channel string) string {
 	switch kindOf(channel) {
 	case kindSession:
 		return channel
 	case kindChat:
-		return c.owners[channel]
+		if s, ok := c.owners[channel]; ok {
+			return s
+		}
+		if name, ok := wire.ParseChatURI(channel); ok {
+			return name.Session
+		}
 	}
 	return ""
 }

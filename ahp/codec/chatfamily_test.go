@@ -158,6 +158,20 @@ func TestChatFamilyGolden(t *testing.T) {
 					}
 				}
 			})
+			if update {
+				continue
+			}
+			t.Run(kind+"/"+strings.TrimSuffix(filepath.Base(file), ".json")+"/vscode-names", func(t *testing.T) {
+				var gc goldenCase
+				require.NoError(t, json.Unmarshal([]byte(vscodeGoldenNames.Replace(string(readFile(t, file)))), &gc))
+				for _, v := range chatFamilyVersions() {
+					out, err := wire.Marshal(run(t, newChatFamily(v, vscodeDirectory()), gc))
+					require.NoError(t, err)
+					if want := gc.Want[v.String()]; canonical(t, want) != canonical(t, out) {
+						t.Errorf("%s, with VS Code's names:\n got  %s\n want %s", v, indent(out), indent(want))
+					}
+				}
+			})
 		}
 	}
 }

@@ -114,6 +114,20 @@ func TestV1Golden(t *testing.T) {
 					}
 				}
 			})
+			if update {
+				continue
+			}
+			t.Run(kind+"/"+strings.TrimSuffix(filepath.Base(file), ".json")+"/vscode-names", func(t *testing.T) {
+				var gc v1Case
+				require.NoError(t, json.Unmarshal([]byte(vscodeGoldenNames.Replace(string(readFile(t, file)))), &gc))
+				for _, v := range gc.dialects(t) {
+					out, err := wire.Marshal(run(t, For(v, vscodeDirectory()), gc))
+					require.NoError(t, err)
+					if want := gc.Want[v.String()]; canonical(t, want) != canonical(t, out) {
+						t.Errorf("%s, with VS Code's names:\n got  %s\n want %s", v, indent(out), indent(want))
+					}
+				}
+			})
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	hostwire "github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected values of the golden files under testdata/v030")
@@ -26,6 +27,19 @@ const (
 	testChat     = "ahp-chat:/s1-main"
 	testSideChat = "ahp-chat:/s1-side"
 )
+
+// The same sessions named as VS Code names them (hostwire.DefaultChatURI,
+// hostwire.ChatURI): runGolden runs every golden file again with these
+// names in place of the ones above, and must get the same output renamed.
+var (
+	vscodeSession  = "claude:/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	vscodeChat     = hostwire.DefaultChatURI(vscodeSession)
+	vscodeSideChat = hostwire.ChatURI(vscodeSession, "5d3c")
+)
+
+// vscodeNames renames the golden files' session and chats to VS Code's
+// names, in any JSON (the URIs need no escaping).
+var vscodeNames = strings.NewReplacer(testChat, vscodeChat, testSideChat, vscodeSideChat, testSession, vscodeSession)
 
 // mapDir is a Directory over a fixed session → default chat map.
 type mapDir map[string]string
@@ -44,7 +58,9 @@ func (d mapDir) SessionOfDefaultChat(chat string) (string, bool) {
 	return "", false
 }
 
-func testCodec() *v030 { return newV030(mapDir{testSession: testChat}) }
+func testCodec() *v030 {
+	return newV030(mapDir{testSession: testChat, vscodeSession: vscodeChat})
+}
 
 // golden is one golden file: what goes in, what must come out.
 type golden struct {
@@ -95,6 +111,14 @@ func runGolden(t *testing.T, kind string, f func(t *testing.T, input json.RawMes
 				return
 			}
 			require.JSONEq(t, string(g.Expected), string(got), g.Description)
+		})
+		if *update {
+			continue
+		}
+		t.Run(strings.TrimSuffix(name, ".json")+"/vscode-names", func(t *testing.T) {
+			got, err := json.Marshal(f(t, json.RawMessage(vscodeNames.Replace(string(g.Input)))))
+			require.NoError(t, err)
+			require.JSONEq(t, vscodeNames.Replace(string(g.Expected)), string(got), "%s, with VS Code's names", g.Description)
 		})
 	}
 }

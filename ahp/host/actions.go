@@ -25,6 +25,7 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 		c.log.Debug().Msg("dropping a malformed dispatchAction (no channel or clientSeq)")
 		return
 	}
+	p.Channel = canonicalChannel(p.Channel)
 	origin := &wire.ActionOrigin{ClientID: c.clientIDLocked(), ClientSeq: p.ClientSeq}
 	h.restore(p.Channel)
 	channel, raw := p.Channel, []byte(p.Action)
@@ -42,12 +43,20 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	if ch == nil {
 		if reason := h.heldElsewhere(channel); reason != "" { // holders.go
 			h.reject(c, p.Channel, p.Action, origin, reason)
+			return
 		}
+	}
+	if ch == nil && !wire.IsChatURI(channel) {
 		return // spec: actions for unknown channels are silently ignored
 	}
 	var a wire.StateAction
 	if err := json.Unmarshal(raw, &a); err != nil {
-		h.reject(c, p.Channel, p.Action, origin, "malformed action: "+err.Error())
+		if ch != nil {
+			h.reject(c, p.Channel, p.Action, origin, "malformed action: "+err.Error())
+		}
+		return
+	}
+	if ch = h.retarget(ch, channel, a); ch == nil {
 		return
 	}
 	if a.Value == nil {
@@ -73,6 +82,31 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	}
 	h.handoff(ch, a, *origin)
 	h.settleLocked(ch)
+}
+
+// retarget returns the channel a client action on channel (ch, or nil
+// when no such channel is live) applies to. A rename dispatched on a chat
+// channel renames the chat's session: VS Code's editor window sends
+// session/titleChanged on the chat it shows, or on the default chat's
+// derived name (wire.DefaultChatURI) when it knows no other, which a
+// session made before those names does not have. Anything else stays on
+// its channel.
+func (h *Host) retarget(ch *channel, channel string, a wire.StateAction) *channel {
+	if _, rename := a.Value.(*wire.SessionTitleChangedAction); !rename || (ch != nil && ch.kind != chanChat) {
+		return ch
+	}
+	if ch != nil {
+		return ch.group.session
+	}
+	name, ok := wire.ParseChatURI(channel)
+	if !ok || name.ChatID != wire.DefaultChatID {
+		return nil
+	}
+	h.restore(name.Session)
+	if s := h.lookup(name.Session); s != nil && s.kind == chanSession {
+		return s
+	}
+	return nil
 }
 
 // complete fills in what the host's dialect requires of a client action

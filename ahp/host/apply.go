@@ -140,6 +140,7 @@ func (h *Host) followUp(ch *channel, a wire.StateAction) {
 		h.markUnreadLocked(ch, a)
 		h.refreshSummaryLocked(ch.group)
 	case chanSession:
+		noteArchivedLocked(ch.group, h.opts.Clock()) // archive.go
 		h.refreshSummaryLocked(ch.group)
 		switch a.Value.(type) {
 		case *wire.SessionReadyAction:
@@ -217,7 +218,7 @@ func (h *Host) handoff(ch *channel, a wire.StateAction, origin wire.ActionOrigin
 		return
 	}
 	if w := h.workerFor(ch); w != nil {
-		w.push(handoffJob{action: a, origin: origin})
+		w.push(handoffJob{action: a, origin: origin, attach: h.reattachLocked(ch.group)})
 	}
 }
 
@@ -228,6 +229,7 @@ func (h *Host) deliver(ctx context.Context, channel string, j handoffJob) {
 				Msg("the handler panicked handling a client action")
 		}
 	}()
+	j.attach.run(h)
 	h.handler.ClientAction(ctx, channel, j.action, j.origin)
 }
 

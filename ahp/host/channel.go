@@ -99,6 +99,11 @@ type sessionGroup struct {
 	session *channel
 	// chats in catalogue order; chats[0] is the default chat for life.
 	chats []*channel
+	// settingsUnknown: the session was created before its agent had
+	// reported any settings (a ConfigResolver knew none), so its schema,
+	// fixed at creation, is empty; the handler applies a client's change
+	// once the agent runs, or refuses it with a reason (validateSession).
+	settingsUnknown bool
 	// summary is the session's entry in the root catalogue, aggregated
 	// from the session and its chats (root/sessionSummaryChanged).
 	summary wire.SessionSummary
@@ -119,6 +124,15 @@ type sessionGroup struct {
 	stored        bool
 	storedSummary []byte
 	detached      bool
+	// An archived session's agent (archive.go): releasing while
+	// disposeSession has the handler let go of it, released once it has,
+	// and attach, from the first handler call after that, the re-attach
+	// that call and every later one run first.
+	releasing, released bool
+	attach              *reattach
+	// archivedAt is when the session was last archived (Unix ms), 0 while
+	// it is not (Options.ArchiveRetention, retention.go).
+	archivedAt int64
 	// pipe holds the actions waiting for a store write, in order
 	// (pipeline.go).
 	pipe pipeline
@@ -193,11 +207,24 @@ func (ch *channel) dropSub(c *conn) {
 	}
 }
 
-// lookup returns the live channel for uri, or nil.
+// lookup returns the live channel for uri, or nil. The root answers to
+// both of its spellings (canonicalChannel).
 func (h *Host) lookup(uri string) *channel {
+	uri = canonicalChannel(uri)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.channels[uri]
+}
+
+// canonicalChannel returns the name the host keeps a channel under: the
+// root's as AHP writes it (RootURI) for `ahp-root:`, the form VS Code may
+// send after its URI class dropped the empty authority; any other URI
+// as it is.
+func canonicalChannel(uri string) string {
+	if uri != RootURI && wire.IsRootChannel(uri) {
+		return RootURI
+	}
+	return uri
 }
 
 // state returns a pointer to the channel's state, for encoding and for
@@ -231,9 +258,9 @@ func (g *sessionGroup) defaultChat() *channel {
 
 func notFoundError(uri string) *Error {
 	switch {
-	case strings.HasPrefix(uri, "ahp-chat:"):
+	case wire.IsChatURI(uri):
 		return Errorf(CodeNotFound, "chat %s does not exist", uri)
-	case strings.HasPrefix(uri, "ahp-") && !strings.HasPrefix(uri, "ahp-session:"):
+	case strings.HasPrefix(uri, "ahp-") && !strings.HasPrefix(uri, "ahp-session:"), wire.IsTerminalURI(uri):
 		// terminals, automations, canvases, …: AHP's own channel schemes
 		return Errorf(CodeNotFound, "channel %s does not exist on this server", uri)
 	}

@@ -92,10 +92,14 @@ func TestCreateAndDisposeChat(t *testing.T) {
 	require.NotNil(t, err)
 	assert.Equal(t, CodeNotFound, err.Code)
 
-	// Disposing the session takes every chat with it.
+	// Disposing the session, whose side chat has a turn, archives it with
+	// every chat (issue 23: disposeSession never destroys history); the
+	// handler released them.
 	c.mustCall("disposeSession", map[string]any{"channel": s.uri}, nil)
-	assert.False(t, hs.h.ReadChat(side, func(*wire.ChatState) {}))
-	assert.False(t, hs.h.ReadChat(s.chat, func(*wire.ChatState) {}))
+	hs.handler.waitFor(t, "DisposeSession", func(b *fakeHandler) bool { return len(b.disposed) == 1 })
+	assert.True(t, hs.readSession(t, s.uri).Status.Has(wire.SessionStatusIsArchived))
+	assert.Len(t, hs.readChat(t, side).Turns, 1)
+	assert.True(t, hs.h.ReadChat(s.chat, func(*wire.ChatState) {}))
 }
 
 func TestCreateChatErrors(t *testing.T) {
@@ -116,7 +120,7 @@ func TestCreateChatErrors(t *testing.T) {
 	c.initialize()
 	uri := "ahp-session:/dirs"
 	c.mustCall("createSession", map[string]any{"channel": uri, "provider": "fake", "workingDirectories": []string{"/w"}}, nil)
-	chat := "ahp-chat:/dirs"
+	chat := wire.DefaultChatURI(uri)
 	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, nil)
 	before := hs.h.Stats().ServerSeq
 
@@ -130,8 +134,13 @@ func TestCreateChatErrors(t *testing.T) {
 		{"a fork", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "fork", "chat": chat, "turnId": "t1"}}, CodeInvalidParams, "fork"},
 		{"a side chat", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "sideChat", "chat": chat}}, CodeInvalidParams, ""},
 		{"the default chat's URI", "createChat", map[string]any{"channel": uri, "chat": chat}, CodeAlreadyExists, chat},
-		{"another chat's URI", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, CodeAlreadyExists, "taken"},
-		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:/"},
+		{"another chat's URI, asked otherwise", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken", "workingDirectories": []string{"/w"}}, CodeAlreadyExists, "taken"},
+		{"another chat's URI with a first message", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken",
+			"initialMessage": wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}, CodeAlreadyExists, "taken"},
+		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:"},
+		{"another session's derived name", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI("ahp-session:/other", "c1")}, CodeInvalidParams, "ahp-session:/other"},
+		{"a subagent's chat id", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI(uri, "subagent") + "/tc1"}, CodeInvalidParams, "reserved"},
+		{"whitespace", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat://c 1/x"}, CodeInvalidParams, ""},
 		{"no chat", "createChat", map[string]any{"channel": uri}, CodeInvalidParams, ""},
 		{"a bare scheme", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/"}, CodeInvalidParams, ""},
 		{"a directory outside the session", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/d", "workingDirectories": []string{"/elsewhere"}}, CodeInvalidParams, "/elsewhere"},
@@ -154,6 +163,10 @@ func TestCreateChatErrors(t *testing.T) {
 	}
 	c.t = t
 	assert.Equal(t, before, hs.h.Stats().ServerSeq, "no refused command changed any state")
+	assert.Len(t, hs.readSession(t, uri).Chats, 2)
+	// The same chat asked for again, as VS Code does: a no-op.
+	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, nil)
+	assert.Equal(t, before, hs.h.Stats().ServerSeq, "creating a chat that is there as asked changes nothing")
 	assert.Len(t, hs.readSession(t, uri).Chats, 2)
 	// A subset of the session's directories is fine.
 	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/d", "workingDirectories": []string{"/w"}}, nil)
@@ -398,7 +411,7 @@ func TestListSessionsPaging(t *testing.T) {
 
 	// Activity in a chat makes its session the most recently modified.
 	clock.advance(10_000)
-	hs.dispatch(t, "ahp-chat:/p1", &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("x")})
+	hs.dispatch(t, wire.DefaultChatURI("ahp-session:/p1"), &wire.ChatTurnStartedAction{TurnID: "t", Message: userMsg("x")})
 	got, _ = page(1, nil)
 	assert.Equal(t, []string{uris[1]}, got)
 

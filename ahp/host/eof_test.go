@@ -135,7 +135,7 @@ func TestPipedInputGetsEveryReply(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"ping","params":{"channel":"ahp-root://"}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"createSession","params":{"channel":"ahp-session:/s1","provider":"fake"}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://"}}`,
-		`{"jsonrpc":"2.0","id":5,"method":"completions","params":{"channel":"ahp-chat:/s1","kind":"userMessage","text":"/","offset":1}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"completions","params":{"channel":"ahp-chat://default/YWhwLXNlc3Npb246L3Mx","kind":"userMessage","text":"/","offset":1}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"resourceRead","params":{"channel":"ahp-root://","uri":"ahp-test:/hello.txt"}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"noSuchMethod","params":{"channel":"ahp-root://"}}`,
 	)

@@ -24,6 +24,15 @@ import (
 // watches the connection no longer may see are cut off (enforceWatches).
 // The sandbox is what enforces the rest: symbolic links, `..`, device
 // files, and a swap racing the check.
+//
+// Browse roots (Options.BrowseRoots and Options.DefaultDirectory) are the
+// one exception, for a client's folder picker before any session exists:
+// resourceList and resourceResolve of a path outside the connection's
+// sessions are tried again in a second, read-only sandbox over the browse
+// roots (browseFor), with the same rules, so a link leading out of a
+// browse root is refused like any outside path. Nothing else ever goes
+// through that sandbox: reading a file, every change and every watch stay
+// confined to the sessions' working directories.
 
 // connFiles is a connection's file access. The zero value is ready.
 type connFiles struct {
@@ -37,6 +46,12 @@ type connFiles struct {
 	roots   map[string]struct{} // directories added to box
 	created map[string]struct{} // sessions this connection created
 	closed  bool
+
+	// browse is the read-only sandbox over the host's browse roots, made
+	// on first use; browsed are the roots added to it (one that did not
+	// exist is tried again at the next use).
+	browse  *sandbox.Sandbox
+	browsed map[string]struct{}
 }
 
 // errNoFiles is sandboxFor's answer once the connection has ended.
@@ -69,6 +84,10 @@ func (f *connFiles) close() {
 	if f.box != nil {
 		_ = f.box.Close()
 		f.box = nil
+	}
+	if f.browse != nil {
+		_ = f.browse.Close()
+		f.browse = nil
 	}
 }
 
@@ -151,6 +170,67 @@ func (h *Host) sandboxFor(c *conn) (*sandbox.Sandbox, error) {
 		f.roots[d] = struct{}{}
 	}
 	return f.box, nil
+}
+
+// browseRoots are the directories any connection may list and resolve
+// in (Options.DefaultDirectory and Options.BrowseRoots), as paths, and
+// those that name no absolute local directory.
+func (h *Host) browseRoots() (roots, bad []string) {
+	for _, d := range append([]string{h.opts.DefaultDirectory}, h.opts.BrowseRoots...) {
+		if d == "" {
+			continue
+		}
+		if p, ok := dirPath(d); ok {
+			roots = append(roots, p)
+		} else {
+			bad = append(bad, d)
+		}
+	}
+	return roots, bad
+}
+
+// browseFor returns c's browse sandbox: read-only, over the browse roots
+// that exist. It is nil when the host has no browse roots.
+func (h *Host) browseFor(c *conn) (*sandbox.Sandbox, error) {
+	roots, bad := h.browseRoots()
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	f := &c.files
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errNoFiles
+	}
+	if f.browse == nil {
+		box, err := sandbox.New(sandbox.Options{ReadOnly: true})
+		if err != nil {
+			return nil, fmt.Errorf("making the connection's browsing sandbox: %w", err)
+		}
+		f.browse, f.browsed = box, map[string]struct{}{}
+		if len(bad) > 0 {
+			c.log.Warn().Strs("dirs", bad).Msg("browse roots that are not absolute paths or local file URIs are ignored")
+		}
+	}
+	for _, d := range roots {
+		if _, ok := f.browsed[d]; ok {
+			continue
+		}
+		if err := f.browse.AddRoot(d); err != nil {
+			// One that does not exist (yet) is tried again next time.
+			c.log.Debug().Err(err).Str("dir", d).Msg("a browse root cannot be served")
+			continue
+		}
+		f.browsed[d] = struct{}{}
+	}
+	return f.browse, nil
+}
+
+// isOutside reports whether err is the sandbox refusing a path outside
+// its roots.
+func isOutside(err error) bool {
+	var se *sandbox.Error
+	return errors.As(err, &se) && se.Kind == sandbox.ErrOutside
 }
 
 // dirPath turns a session's working directory (an absolute path or a

@@ -43,7 +43,7 @@ func FuzzClientActions(f *testing.F) {
 		h := New(Options{Agents: []wire.AgentInfo{fakeAgent}, OutboundQueue: 1 << 14, Clock: func() int64 { return 1 }})
 		defer h.Close()
 		c := fuzzConn(h, 1<<14)
-		const uri, chat = "ahp-session:/f", "ahp-chat:/f"
+		const uri, chat = "ahp-session:/f", "ahp-chat://default/YWhwLXNlc3Npb246L2Y" // wire.DefaultChatURI(uri)
 		ctx := context.Background()
 		h.handleFrame(ctx, c, []byte(`{"jsonrpc":"2.0","id":0,"method":"createSession","params":{"channel":"`+uri+`","provider":"fake"}}`))
 		h.handleFrame(ctx, c, []byte(`{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"channel":"`+uri+`"}}`))

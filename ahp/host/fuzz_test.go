@@ -27,13 +27,19 @@ func fuzzConn(h *Host, qcap int) *conn {
 	return c
 }
 
+// fuzzChat is the default chat of FuzzFrame's session ahp-session:/f
+// (wire.DefaultChatURI), as the corpus in testdata names it.
+const fuzzChat = "ahp-chat://default/YWhwLXNlc3Npb246L2Y"
+
 // FuzzFrame feeds arbitrary frames to the JSON-RPC reader and dispatcher
 // of an initialized connection. Nothing may panic, every frame the host
 // queues must be valid JSON, and a request always gets an answer.
 func FuzzFrame(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"channel":"ahp-root://"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"createChat","params":{"channel":"ahp-session:/f","chat":"ahp-chat:/g"}}`))
-	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"channel":"ahp-chat:/f","view":{"turns":1}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"channel":"` + fuzzChat + `","view":{"turns":1}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"` + fuzzChat + `","clientSeq":1,"action":{"type":"session/titleChanged","title":"x"}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"method":"subscribe","params":{"channel":"ahp-root:"}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"method":"listSessions","params":{"channel":"ahp-root://","limit":1,"cursor":"eyJtIjoiIiwiciI6IngifQ"}}`))
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		h := New(Options{Agents: []wire.AgentInfo{multiChatAgent()}, OutboundQueue: 4096})
@@ -49,7 +55,7 @@ func FuzzFrame(f *testing.F) {
 			&wire.ChatToolCallStartAction{TurnID: "t", ToolCallID: "x", ToolName: "x", DisplayName: "X"},
 			&wire.ChatToolCallReadyAction{TurnID: "t", ToolCallID: "x", InvocationMessage: wire.PlainText("x")},
 		} {
-			if _, err := h.Dispatch("ahp-chat:/f", wire.Action(a)); err != nil {
+			if _, err := h.Dispatch(fuzzChat, wire.Action(a)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -18,8 +18,14 @@ type Handler interface {
 	// must not block on starting the agent.
 	CreateSession(ctx context.Context, session, defaultChat string, params wire.CreateSessionParams)
 
-	// DisposeSession is called after the host has removed the session and
-	// its chats.
+	// DisposeSession is called when a client disposed a session: after
+	// the host has removed the session and its chats (a session without
+	// turns), or, for a session with turns, after it archived it and before
+	// it lets it go from memory (archive.go): the session is still live
+	// then, so a running turn the handler cancels can still be ended
+	// through Dispatch. Either way the handler lets go of the session's
+	// agent sessions. An archived session may come back later through
+	// SessionRestorer.
 	DisposeSession(ctx context.Context, session string)
 
 	// CreateChat is called after the host has added a further chat to a

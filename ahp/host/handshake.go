@@ -68,6 +68,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	h.awaitHeld(p.InitialSubscriptions...)
 	c.hold()
 	snaps := h.subscribeAll(c, p.InitialSubscriptions)
+	h.noteClient(c) // clients.go: a restarted bridge knows it
 	h.mu.Lock()
 	seq := h.seq
 	h.mu.Unlock()
@@ -82,8 +83,8 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	if h.opts.ServerVersion != "" {
 		res.ServerInfo.Version = wire.Ptr(h.opts.ServerVersion)
 	}
-	if h.opts.DefaultDirectory != "" {
-		res.DefaultDirectory = wire.Ptr(h.opts.DefaultDirectory)
+	if dir := defaultDirectoryURI(h.opts.DefaultDirectory); dir != "" {
+		res.DefaultDirectory = &dir
 	}
 	frame := h.resultFrame(&request{c: c, id: m.id, method: "initialize"}, res)
 	h.stats.queued.Add(1)
@@ -159,7 +160,11 @@ func (h *Host) rememberLocked(clientID string, v codec.Version) {
 
 // reconnect replays missed envelopes from the ring, or sends fresh
 // snapshots when the gap cannot be replayed, in the dialect the client
-// negotiated when it initialized.
+// negotiated when it initialized. Its params need no `channel` (VS Code
+// sends none). A client this process has not seen is looked up in the
+// store (clients.go): a bridge restarted under it answers with snapshots in
+// the dialect it had; one never seen gets -32008 NotFound, on which VS
+// Code's newest client sends initialize with the same clientId.
 func (h *Host) reconnect(c *conn, m *inMessage) {
 	var p wire.ReconnectParams
 	if err := decodeParams("reconnect", m.params, &p); err != nil {
@@ -170,14 +175,33 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		h.queue(c, encodeError(m.id, Errorf(CodeInvalidParams, "invalid params for reconnect: clientId is required")))
 		return
 	}
+	var stored *codec.Version
+	if !c.isInitialized() {
+		h.mu.Lock()
+		_, inMemory := h.clientVersions[p.ClientID]
+		h.mu.Unlock()
+		if !inMemory {
+			// Read without a lock held: it is the store's I/O.
+			if v, subs, ok := h.storedClient(p.ClientID); ok {
+				stored = &v
+				if p.Subscriptions == nil {
+					p.Subscriptions = subs // a client that did not say: what it had
+				}
+			}
+		}
+	}
 	h.restoreAll(p.Subscriptions)
 	h.mu.Lock()
 	if !c.initialized {
 		v, known := h.clientVersions[p.ClientID]
+		if !known && stored != nil {
+			v, known = *stored, true
+			h.rememberLocked(p.ClientID, v)
+		}
 		if !known {
 			h.mu.Unlock()
-			h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest,
-				"client %s is not known to this server (it may have restarted): send initialize", p.ClientID)))
+			h.queue(c, encodeError(m.id, Errorf(CodeNotFound,
+				"client %s is not known to this server (it may have restarted without a state file): send initialize", p.ClientID)))
 			return
 		}
 		c.initialized, c.clientID, c.version, c.codec = true, p.ClientID, v, h.codecLocked(v)
@@ -237,6 +261,7 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 		h.ops.replays.Add(1)
 		h.queue(c, h.resultFrame(r, res))
 		h.mu.Unlock()
+		h.noteClient(c)
 		// Resubscribed without the checks subscribe makes: the watches
 		// this connection may not see are cut off now.
 		h.enforceWatches(c)
@@ -248,14 +273,35 @@ func (h *Host) reconnect(c *conn, m *inMessage) {
 	h.awaitHeld(p.Subscriptions...)
 	c.hold()
 	snaps := h.subscribeAll(c, p.Subscriptions)
+	// The spec's snapshot result has no `missing`; what could not be
+	// snapshotted (a session disposed meanwhile) is named there anyway, as
+	// the replay result does, for clients that drop it from their set.
+	// Unknown fields are ignored by the others.
 	res := struct {
 		Type      wire.ReconnectResultType `json:"type"`
 		Snapshots []snapshotOut            `json:"snapshots"`
-	}{wire.ReconnectResultTypeSnapshot, snaps}
+		Missing   []string                 `json:"missing,omitempty"`
+	}{Type: wire.ReconnectResultTypeSnapshot, Snapshots: snaps, Missing: missingFrom(p.Subscriptions, snaps)}
 	frame := h.resultFrame(r, res)
 	h.stats.queued.Add(1)
 	c.release(frame)
+	h.noteClient(c)
 	h.releaseUnsubscribed(p.ClientID, p.Subscriptions)
+}
+
+// missingFrom returns the subscriptions no snapshot answers, once each.
+func missingFrom(subs []string, snaps []snapshotOut) []string {
+	got := make(map[string]bool, len(snaps))
+	for _, s := range snaps {
+		got[s.Resource] = true
+	}
+	var missing []string
+	for _, u := range subs {
+		if !got[u] && !slices.Contains(missing, u) {
+			missing = append(missing, u)
+		}
+	}
+	return missing
 }
 
 // clientIDLocked returns the connection's clientId; called with h.mu held

@@ -87,8 +87,18 @@ type Options struct {
 	ServerName string
 	// ServerVersion is reported in the initialize result's serverInfo.
 	ServerVersion string
-	// DefaultDirectory is advertised in the initialize result when set.
+	// DefaultDirectory, when set, is a directory of this machine (an
+	// absolute path or a file: URI) where clients start browsing: the
+	// initialize result's defaultDirectory names it as a file: URI, and it
+	// is a browse root (see BrowseRoots).
 	DefaultDirectory string
+	// BrowseRoots are more directories (absolute paths or file: URIs)
+	// under which any connection may list directories and resolve paths
+	// (resourceList, resourceResolve: names, types, sizes and times, never
+	// contents) without a session, so that a client can pick the working
+	// directory of a new session. Everything else stays confined to the
+	// sessions' working directories (files.go).
+	BrowseRoots []string
 	// CompletionTriggerCharacters is advertised in the initialize result.
 	CompletionTriggerCharacters []string
 	// Agents is the initial root `agents` list. It may also be replaced
@@ -118,6 +128,11 @@ type Options struct {
 	// watch (default DefaultMaxWatchDirectories); a larger tree is refused
 	// with an error that says so, rather than watched in part.
 	MaxWatchDirectories int
+
+	// ArchiveRetention, when positive, deletes archived sessions last
+	// modified longer ago than this, at start and periodically
+	// (retention.go). Zero keeps them until `ahp-bridge sessions delete`.
+	ArchiveRetention time.Duration
 
 	// maxWatchesPerConn overrides the constant of the same name in tests.
 	maxWatchesPerConn int
@@ -264,6 +279,9 @@ func Open(opts Options) (*Host, error) {
 			return h, err
 		}
 		h.watchOthers() // others.go
+	}
+	if opts.ArchiveRetention > 0 {
+		h.startRetention()
 	}
 	return h, nil
 }
@@ -413,10 +431,13 @@ func (h *Host) dropConn(c *conn) {
 	h.filesDropped(c)
 	h.mu.Lock()
 	delete(h.conns, c)
+	left := make([]*channel, 0, len(c.subs))
 	for uri, ch := range c.subs {
 		ch.dropSub(c)
 		delete(c.subs, uri)
+		left = append(left, ch)
 	}
+	groups := groupsOf(left) // archive.go
 	clientID := c.clientID
 	stillConnected := false
 	for o := range h.conns {
@@ -429,6 +450,7 @@ func (h *Host) dropConn(c *conn) {
 	if !stillConnected {
 		h.releaseActiveClient(clientID, func(string) bool { return true })
 	}
+	h.unloadReleased(groups)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

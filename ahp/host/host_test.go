@@ -132,7 +132,7 @@ func TestSubscribeSnapshotAndUnknownSession(t *testing.T) {
 	assert.Equal(t, CodeNotFound, err.Code)
 
 	s := hs.newSession(c, "s1")
-	assert.Equal(t, "ahp-chat:/s1", s.chat, "the default chat takes the session's id")
+	assert.Equal(t, "ahp-chat://default/YWhwLXNlc3Npb246L3Mx", s.chat, "the default chat takes VS Code's name, derived from the session's")
 	snap := c.subscribe(s.uri)
 	var st wire.SessionState
 	require.NoError(t, json.Unmarshal(snap.State, &st))
@@ -316,7 +316,7 @@ func TestClientActionValidation(t *testing.T) {
 		{"chat directory outside the session", s.chat, &wire.ChatWorkingDirectorySetAction{Directory: "/elsewhere"}, "not one of the session's working directories"},
 		{"terminal action on a chat", s.chat, &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
 		{"chat action on the session", s.uri, &wire.ChatTurnStartedAction{TurnID: "t0", Message: userMsg("x")}, "cannot be dispatched"},
-		{"session action on the chat", s.chat, &wire.SessionTitleChangedAction{Title: "x"}, "cannot be dispatched"},
+		{"session action on the chat", s.chat, &wire.SessionActiveClientRemovedAction{ClientID: "c"}, "cannot be dispatched"},
 		{"server-only session action", s.uri, &wire.SessionChatRemovedAction{Chat: s.chat}, "server-only"},
 		{"inputNeeded is the host's", s.uri, &wire.SessionInputNeededRemovedAction{ID: "x"}, "server-only"},
 		{"config property not in the schema", s.uri, &wire.SessionConfigChangedAction{Config: map[string]any{"mode": "fast"}}, "does not exist"},

@@ -158,7 +158,7 @@ func channelParam(params json.RawMessage) (string, *Error) {
 	if err := json.Unmarshal(*p.Channel, &ch); err != nil || ch == "" {
 		return "", &Error{Code: CodeInvalidParams, Message: `invalid params: "channel" must be a non-empty URI string`}
 	}
-	return ch, nil
+	return canonicalChannel(ch), nil
 }
 
 // decodeParams unmarshals params into v, reporting type mismatches as

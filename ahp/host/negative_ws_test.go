@@ -73,7 +73,7 @@ func TestNegativeBeforeInitialize(t *testing.T) {
 		negCase{name: "unknown method", frame: `{"jsonrpc":"2.0","id":8,"method":"nope","params":{"channel":"ahp-root://"}}`, code: CodeMethodNotFound, id: "8", msg: "nope"},
 		negCase{name: "the codec-only method", frame: `{"jsonrpc":"2.0","id":9,"method":"` + codec.InternalFetchTurnsPage + `","params":{"channel":"ahp-chat:/x"}}`, code: CodeMethodNotFound, id: "9"},
 		negCase{name: "reconnect of an unknown client", frame: `{"jsonrpc":"2.0","id":10,"method":"reconnect","params":{"channel":"ahp-root://","clientId":"stranger","lastSeenServerSeq":0,"subscriptions":[]}}`,
-			code: CodeInvalidRequest, id: "10", msg: "not known"},
+			code: CodeNotFound, id: "10", msg: "not known"},
 		negCase{name: "initialize without clientId", frame: `{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.7.0"]}}`,
 			code: CodeInvalidParams, id: "11", msg: "clientId"},
 		negCase{name: "initialize without versions", frame: `{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"channel":"ahp-root://","clientId":"early"}}`,

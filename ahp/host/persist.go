@@ -35,8 +35,13 @@ import (
 //     goroutine from a copy taken under the session's lock, so the lock is
 //     never held across an encoding or I/O. A new chat's turn waits for the
 //     chat's row to be written (chatData.rowStored).
-//   - disposeSession deletes the session's rows before sessionRemoved is
-//     announced, after the session's held actions went out, off the lock.
+//   - disposeSession of a session without turns deletes its rows before
+//     sessionRemoved is announced, after the session's held actions went
+//     out, off the lock; a session with turns is archived instead, a
+//     catalogue change like any other (archive.go), and never deleted but
+//     by `ahp-bridge sessions delete` or Options.ArchiveRetention.
+//   - Each client's dialect and subscriptions go to the clients table
+//     (clients.go), by a writer of their own, off every session's path.
 //   - serverSeq is taken from a store.SeqReserve's blocks, covered, before
 //     each broadcast (seqblocks.go).
 //
@@ -93,6 +98,8 @@ type durable struct {
 	// warning is what the root's _meta should show, nil while writes
 	// succeed (rootMetaLocked).
 	warning atomic.Pointer[stateWarning]
+	// clients queues the client records to write (clients.go).
+	clients *clientBook
 }
 
 // openDurable starts the host's durable side over st: the serverSeq
@@ -118,6 +125,7 @@ func (h *Host) openDurable(st store.Store) error {
 		}
 	}})
 	h.seq = seq.Start()
+	h.startClientBook()
 	return nil
 }
 
@@ -145,8 +153,9 @@ type observedStore struct {
 }
 
 func (o *observedStore) done(start time.Time, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		// The caller's business (a row not there), not the file failing.
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrHeld) {
+		// The caller's business (a row not there, a session another
+		// bridge drives), not the file failing.
 		return err
 	}
 	if f := o.h.opts.OnStoreWrite; f != nil {
@@ -183,6 +192,11 @@ func (o *observedStore) DeleteSession(ctx context.Context, uri string) error {
 func (o *observedStore) PutCheckpoints(ctx context.Context, cps []store.Checkpoint) error {
 	start := time.Now()
 	return o.done(start, o.Store.PutCheckpoints(ctx, cps))
+}
+
+func (o *observedStore) PutClient(ctx context.Context, c store.Client) error {
+	start := time.Now()
+	return o.done(start, o.Store.PutClient(ctx, c))
 }
 
 func (o *observedStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
@@ -295,6 +309,10 @@ type storedSession struct {
 	V       int                 `json:"v"`
 	Summary wire.SessionSummary `json:"summary"`
 	State   *wire.SessionState  `json:"state"`
+	// ArchivedAt is when the session was last archived (Unix ms), for
+	// Options.ArchiveRetention; absent when it is not archived or was
+	// archived by a bridge that did not record it.
+	ArchivedAt int64 `json:"archivedAt,omitempty"`
 }
 
 // storedChat is the JSON the host keeps in a chat row's Summary: the
@@ -315,7 +333,7 @@ func (h *Host) sessionRowLocked(g *sessionGroup) (store.Session, []byte, error) 
 	st := *src
 	st.Config, st.ActiveClients, st.InputNeeded = nil, nil, nil
 	sum := liveSummary(g)
-	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st})
+	blob, err := json.Marshal(storedSession{V: storedFormat, Summary: sum, State: &st, ArchivedAt: g.archivedAt})
 	if err != nil {
 		return store.Session{}, nil, fmt.Errorf("encoding session %s for the state store: %w", g.session.uri, err)
 	}

@@ -189,7 +189,7 @@ func TestReconnectAsTheFirstMessage(t *testing.T) {
 	u := hs.dial(t, "stranger")
 	_, err := u.call("reconnect", map[string]any{"channel": RootURI, "clientId": "stranger", "lastSeenServerSeq": 0, "subscriptions": []string{}})
 	require.NotNil(t, err)
-	assert.Equal(t, CodeInvalidRequest, err.Code)
+	assert.Equal(t, CodeNotFound, err.Code, "-32008: VS Code's newest client initializes again on it")
 	assert.Contains(t, err.Message, "initialize")
 	_, err = u.call("listSessions", map[string]any{"channel": RootURI})
 	require.NotNil(t, err, "still not initialized")
@@ -209,7 +209,7 @@ func TestCreateSessionURIs(t *testing.T) {
 	// ahpx names sessions <provider>:/<uuid>.
 	const id = "0b7e6f5c-3c1a-4e47-9d5e-2f3b8c9a1d20"
 	s := hs.createSession(c, "fake:/"+id)
-	assert.Equal(t, "ahp-chat:/"+id, s.chat)
+	assert.Equal(t, "ahp-chat://default/ZmFrZTovMGI3ZTZmNWMtM2MxYS00ZTQ3LTlkNWUtMmYzYjhjOWExZDIw", s.chat, "VS Code's name for the default chat")
 	var list wire.ListSessionsResult
 	c.mustCall("listSessions", map[string]any{"channel": RootURI}, &list)
 	require.Len(t, list.Items, 1)
@@ -219,10 +219,10 @@ func TestCreateSessionURIs(t *testing.T) {
 
 	// Another session with the same id gets a default chat of its own.
 	other := hs.createSession(c, "ahp-session:/"+id)
-	assert.Equal(t, "ahp-chat:/fresh", other.chat)
+	assert.Equal(t, wire.DefaultChatURI("ahp-session:/"+id), other.chat)
 
 	for _, uri := range []string{
-		"ahp-root://", "ahp-root:/x", "ahp-chat:/x", "ahp-terminal:/x", "ahp-resource-watch:/x", "ahp-changeset:/x",
+		"ahp-root://", "ahp-root:/x", "ahp-chat:/x", "ahp-chat://default/ZmFrZTov", "ahp-terminal:/x", "agenthost-terminal:/x", "ahp-resource-watch:/x", "ahp-changeset:/x",
 		"no-scheme", ":/x", "fake:/", "fake:x", "ahp-session:/a b", "ahp-session:/a\nb",
 	} {
 		_, err := c.call("createSession", map[string]any{"channel": uri, "provider": "fake"})

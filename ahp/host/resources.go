@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 
@@ -16,9 +17,11 @@ import (
 
 // The resource commands on the workspace's files (AHP's resource*
 // family, file: URIs only). Every one goes through the connection's
-// sandbox (files.go) and runs in a goroutine of its own (async), since a
-// file system can be slow; their results need no translation, since no
-// dialect this host speaks changed them (docs/protocol-versions.md).
+// sandbox (files.go), resourceList and resourceResolve also through its
+// browse roots' (serveBrowsing), and runs in a goroutine of its own
+// (async), since a file system can be slow; their results need no
+// translation, since no dialect this host speaks changed them
+// (docs/protocol-versions.md).
 
 // mtimeLayout is how times are sent: ISO 8601 in UTC with milliseconds,
 // as the host's other timestamps.
@@ -39,6 +42,40 @@ func (h *Host) serveFiles(r *request, serve func(box *sandbox.Sandbox) (any, err
 	})
 }
 
+// serveBrowsing is serveFiles for the two read-only commands a folder
+// picker needs (resourceList, resourceResolve): a path outside the
+// connection's sessions is served from the browse roots when it lies
+// under one (files.go). Outside both it is refused in the same words
+// whether or not it exists.
+func (h *Host) serveBrowsing(r *request, serve func(box *sandbox.Sandbox) (any, error)) {
+	h.async(r, func() (any, *Error) {
+		box, err := h.sandboxFor(r.c)
+		if err != nil {
+			return nil, fileError(r.method, err)
+		}
+		res, err := serve(box)
+		if err == nil {
+			return res, nil
+		}
+		if !isOutside(err) {
+			return nil, fileError(r.method, err)
+		}
+		browse, berr := h.browseFor(r.c)
+		if berr != nil || browse == nil {
+			return nil, fileError(r.method, err)
+		}
+		if res, berr = serve(browse); berr == nil {
+			return res, nil
+		}
+		var se *sandbox.Error
+		if isOutside(berr) && errors.As(berr, &se) {
+			return nil, Errorf(CodePermissionDenied, "%s %s: permission denied: %s is not inside the working directory of a session this connection created or is subscribed to, nor under a directory the server lets clients browse",
+				r.method, fileURI(se.Path), se.Path)
+		}
+		return nil, fileError(r.method, berr)
+	})
+}
+
 // resourceList lists a directory.
 func (h *Host) resourceList(ctx context.Context, r *request, _ string) {
 	var p wire.ResourceListParams
@@ -46,7 +83,7 @@ func (h *Host) resourceList(ctx context.Context, r *request, _ string) {
 	if !ok {
 		return
 	}
-	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
+	h.serveBrowsing(r, func(box *sandbox.Sandbox) (any, error) {
 		entries, err := box.List(ctx, dir)
 		if err != nil {
 			return nil, err
@@ -159,7 +196,7 @@ func (h *Host) resourceResolve(ctx context.Context, r *request, _ string) {
 		return
 	}
 	follow := p.FollowSymlinks == nil || *p.FollowSymlinks
-	h.serveFiles(r, func(box *sandbox.Sandbox) (any, error) {
+	h.serveBrowsing(r, func(box *sandbox.Sandbox) (any, error) {
 		info, err := box.Resolve(ctx, name, follow)
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,11 @@ type SessionRestorer interface {
 	// AgentSessionID, else a fresh session and a notice in the chat), and
 	// report a new agent session id with Host.SetAgentSessionID. It must
 	// not block on starting an agent.
+	//
+	// It is also called for a live session that disposeSession archived
+	// (archive.go: its agent sessions were closed through DisposeSession)
+	// when a client acts on it again, before that action is handed over;
+	// the host's Read* methods find that session.
 	RestoreSession(ctx context.Context, s RestoredSession)
 }
 
@@ -214,15 +220,15 @@ func (h *Host) indexChat(chat, session string) {
 	h.ds.mu.Unlock()
 }
 
-// unindexSession forgets a disposed session's chats.
-func (h *Host) unindexSession(g *sessionGroup) {
+// unindexSession forgets a deleted session's chats.
+func (h *Host) unindexSession(session string) {
 	h.ds.mu.Lock()
 	defer h.ds.mu.Unlock()
 	if h.ds.chatIndex == nil {
 		return
 	}
 	for c, s := range h.ds.chatIndex {
-		if s == g.session.uri {
+		if s == session {
 			delete(h.ds.chatIndex, c)
 		}
 	}
@@ -332,7 +338,7 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 		st.Lifecycle = wire.SessionLifecycleReady
 	}
 
-	g := &sessionGroup{stored: true}
+	g := &sessionGroup{stored: true, archivedAt: ss.ArchivedAt}
 	sess := newChannel(uri, chanSession)
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess
@@ -389,12 +395,21 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 		g.mu.Unlock()
 	}
 
+	return g, restoredSessionOf(g), nil
+}
+
+// restoredSessionOf is what a SessionRestorer is handed of g: a session
+// loaded from the store, or one disposeSession archived that takes a turn
+// again (archive.go). Called with the group's mutex held, or before
+// anyone else can reach the group.
+func restoredSessionOf(g *sessionGroup) RestoredSession {
+	st := g.session.session
 	rs := RestoredSession{
-		Session: uri, Provider: st.Provider, WorkingDirectories: slices.Clone(st.WorkingDirectories),
+		Session: g.session.uri, Provider: st.Provider, WorkingDirectories: slices.Clone(st.WorkingDirectories),
 		Failed: st.Lifecycle == wire.SessionLifecycleFailed,
 	}
 	if st.Config != nil {
-		rs.Config = st.Config.Values
+		rs.Config = maps.Clone(st.Config.Values)
 	}
 	for i, c := range g.chats {
 		rc := RestoredChat{Chat: c.uri, Default: i == 0, WorkingDirectories: slices.Clone(c.chat.st.WorkingDirectories),
@@ -405,7 +420,7 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 		}
 		rs.Chats = append(rs.Chats, rc)
 	}
-	return g, rs, nil
+	return rs
 }
 
 // readChat builds one chat of a restored session: its stored state, its

@@ -16,11 +16,12 @@ import (
 )
 
 // reservedSchemes are URI schemes that name other kinds of channels, so a
-// session may not take them.
-var reservedSchemes = []string{"ahp-root:", "ahp-chat:", "ahp-terminal:", "ahp-resource-watch:", "ahp-changeset:"}
+// session may not take them (agenthost-terminal: is VS Code's name for the
+// terminals its clients create).
+var reservedSchemes = []string{"ahp-root:", "ahp-chat:", "ahp-terminal:", "agenthost-terminal:", "ahp-resource-watch:", "ahp-changeset:"}
 
 // validSessionURI reports whether uri can name a session: any
-// "scheme:/path" URI (clients use ahp-session:/<uuid>, ahpx uses
+// "scheme:/path" URI (clients use ahp-session:/<uuid>, ahpx and VS Code
 // <provider>:/<uuid>) except the schemes of other channel kinds.
 func validSessionURI(uri string) bool {
 	i := strings.Index(uri, ":/")
@@ -109,7 +110,8 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	cfg := h.resolveConfig(ctx, provider, p.Config)
 	st.Config = &cfg
 
-	g := &sessionGroup{}
+	_, resolves := h.handler.(ConfigResolver)
+	g := &sessionGroup{settingsUnknown: resolves && len(cfg.Schema.Properties) == 0}
 	sess := newChannel(uri, chanSession)
 	sess.mu, sess.group, sess.session = &g.mu, g, st
 	g.session = sess
@@ -138,11 +140,18 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
 		return
 	}
-	// The default chat takes the session's id when it is free, which keeps
-	// URIs readable; a clash (another session's chat) gets a fresh id.
-	chatURI := "ahp-chat:/" + uri[strings.Index(uri, ":/")+2:]
+	// The default chat takes the name VS Code derives from the session's
+	// (wire.DefaultChatURI): it subscribes to that name without reading
+	// defaultChat, so the session publishes it as the one name of its
+	// default chat, for every client.
+	chatURI := wire.DefaultChatURI(uri)
 	if _, taken := h.channels[chatURI]; taken {
-		chatURI = "ahp-chat:/" + h.opts.NewID()
+		// Only a chat of this very session may carry the name, and the
+		// session does not exist: nobody can have taken it.
+		h.mu.Unlock()
+		g.mu.Unlock()
+		h.reply(r, nil, Errorf(CodeAlreadyExists, "chat %s, the default chat of the new session %s, already exists", chatURI, uri))
+		return
 	}
 	chat := h.newChatLocked(g, chatURI, wire.ChatState{
 		Resource:   chatURI,
@@ -235,6 +244,9 @@ func (h *Host) lockLive(uri string, kind chanKind) (*channel, *Error) {
 	return nil, notFoundError(uri)
 }
 
+// disposeSession removes a session without turns, with its rows. A
+// session with turns is archived and released instead, never deleted
+// (archive.go).
 func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	ch, err := h.lockLive(uri, chanSession)
 	if err != nil {
@@ -249,6 +261,21 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", uri))
 		return
 	}
+	if hasTurnsLocked(g) {
+		// History is never destroyed here: archived and released.
+		h.archiveSession(r, g) // archive.go
+		return
+	}
+	h.removeSession(g, true)
+	h.reply(r, nil, nil)
+}
+
+// removeSession removes the live session of g for good, with its rows,
+// and announces it (root/sessionRemoved); with release, the handler lets
+// go of its agent (Handler.DisposeSession). Called with g.mu held, after
+// the group's held actions went out; it releases it.
+func (h *Host) removeSession(g *sessionGroup, release bool) {
+	ch, uri := g.session, g.session.uri
 	var loaded func()
 	if h.ds != nil {
 		// Gone from the store before its removal is announced; nobody
@@ -257,7 +284,7 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 		for _, c := range g.chats {
 			h.ds.cp.Forget(c.uri)
 		}
-		h.unindexSession(g)
+		h.unindexSession(uri)
 	}
 	for _, c := range g.chats {
 		h.removeChannelLocked(c)
@@ -276,11 +303,10 @@ func (h *Host) disposeSession(ctx context.Context, r *request, uri string) {
 	h.mu.Unlock()
 	h.updateActiveSessions()
 	h.filesDisposed(uri)
-	if h.handler != nil {
+	if release && h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}
 	h.releaseSession(uri) // holders.go
-	h.reply(r, nil, nil)
 }
 
 // createChat adds a further chat to a session. Each chat is its own
@@ -297,13 +323,28 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		h.reply(r, nil, Errorf(CodeSessionNotFound, "session %s does not exist", session))
 		return
 	}
-	if !strings.HasPrefix(p.Chat, "ahp-chat:/") || len(p.Chat) <= len("ahp-chat:/") {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createChat: chat must be an ahp-chat:/<id> URI, got %q", p.Chat))
+	if perr := checkNewChatURI(p.Chat, session); perr != nil {
+		if ch := h.lookup(p.Chat); ch != nil && ch.kind == chanChat {
+			// The default chat's own name, say: that it exists says more.
+			perr = Errorf(CodeAlreadyExists, "chat %s already exists", p.Chat)
+		}
+		h.reply(r, nil, perr)
 		return
 	}
 	g := sess.group
 	g.mu.Lock()
+	if h.sameChatLocked(g, p) {
+		// VS Code sends createChat again for a chat it made (its host
+		// treats that as a no-op); the chat is there as asked.
+		g.mu.Unlock()
+		h.reply(r, nil, nil)
+		return
+	}
 	chat, err := h.addChatLocked(sess, p)
+	var attach *reattach
+	if err == nil {
+		attach = h.reattachLocked(g) // an archived session's agent (archive.go)
+	}
 	g.mu.Unlock()
 	if err != nil {
 		h.reply(r, nil, err)
@@ -311,6 +352,7 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	h.reply(r, nil, nil)
 	if h.handler != nil {
+		attach.run(h)
 		h.handler.CreateChat(h.ctx, session, p.Chat, p)
 	}
 	if p.InitialMessage == nil {
@@ -329,6 +371,40 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		return
 	}
 	h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+}
+
+// sameChatLocked reports whether p asks for a chat that g already has as
+// asked: a live further chat of that name, with the same working
+// directories, and nothing for the new chat to start with (no initial
+// message, no source). Called with the group's mutex held.
+func (h *Host) sameChatLocked(g *sessionGroup, p wire.CreateChatParams) bool {
+	if p.InitialMessage != nil || p.Source != nil {
+		return false
+	}
+	ch := h.lookup(p.Chat)
+	return ch != nil && ch.kind == chanChat && ch.group == g && !ch.removed && ch != g.defaultChat() &&
+		slices.Equal(ch.chat.st.WorkingDirectories, p.WorkingDirectories)
+}
+
+// checkNewChatURI checks the name a client gives a chat it creates in
+// session: any well-formed ahp-chat: URI, kept verbatim (VS Code waits for
+// its own URI in the session's chats). A name in the derived form
+// (ahp-chat://<chatId>/<base64url(session)>) must encode this session, and
+// may not take the default chat's or a subagent's chat id.
+func checkNewChatURI(chat, session string) *Error {
+	if !wire.ValidChatURI(chat) {
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat must be an ahp-chat: URI such as ahp-chat://<chatId>/<base64url of the session URI>, got %q", chat)
+	}
+	name, ok := wire.ParseChatURI(chat)
+	switch {
+	case !ok:
+		return nil // ahp-chat:/<id> or another opaque name
+	case name.Session != session:
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat %s belongs to session %s by its name, not to %s", chat, name.Session, session)
+	case name.ChatID == wire.DefaultChatID || strings.HasPrefix(name.ChatID, wire.SubagentChatID+"/"):
+		return Errorf(CodeInvalidParams, "invalid params for createChat: chat id %q is reserved (the session's default chat, or a subagent's)", name.ChatID)
+	}
+	return nil
 }
 
 // addChatLocked checks a createChat request against the session and adds

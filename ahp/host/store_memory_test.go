@@ -103,6 +103,10 @@ func seedStoredSessions(t *testing.T, path string, n, turns int) {
 	c.close()
 	hs.h.Close()
 	require.NoError(t, st.Close())
+	// The copies' chats are named by the renumbering, not derived from
+	// their sessions' URIs, as in a state file from before VS Code's
+	// names: give the seed's chat the older name its copies extend.
+	renameChatInStore(t, path, s.chat, "ahp-chat:/seed")
 
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)

@@ -435,39 +435,6 @@ func TestStoreListSessionsAndFetchTurnsPaging(t *testing.T) {
 	assert.False(t, found)
 }
 
-// TestStoreDisposeDeletesTheRows: disposeSession deletes a session's rows,
-// whether it is loaded or only stored.
-func TestStoreDisposeDeletesTheRows(t *testing.T) {
-	path := stateFile(t)
-	hs, st := storedHarness(t, path, Options{})
-	c := hs.dial(t, "c")
-	c.initialize(RootURI)
-	a := hs.newSession(c, "a")
-	b := hs.newSession(c, "b")
-	richTurn(t, hs, a.chat, "t1")
-	richTurn(t, hs, b.chat, "t1")
-	c.mustCall("disposeSession", map[string]any{"channel": a.uri}, nil)
-	ctx, cancel := waitCtx(t)
-	defer cancel()
-	_, err := st.GetSession(ctx, a.uri)
-	assert.ErrorIs(t, err, store.ErrNotFound)
-	c.close()
-
-	hs, st = restart(t, hs, st, path, Options{})
-	c = hs.dial(t, "c")
-	c.initialize(RootURI)
-	c.mustCall("disposeSession", map[string]any{"channel": b.uri}, nil)
-	c.nextNotification("root/sessionRemoved")
-	_, err = st.GetSession(ctx, b.uri)
-	assert.ErrorIs(t, err, store.ErrNotFound)
-	var list wire.ListSessionsResult
-	c.mustCall("listSessions", map[string]any{"channel": RootURI}, &list)
-	assert.Empty(t, list.Items)
-	_, rpcErr := c.call("subscribe", map[string]any{"channel": a.uri})
-	require.NotNil(t, rpcErr)
-	assert.Equal(t, CodeSessionNotFound, rpcErr.Code)
-}
-
 // failingStore fails every write while fail is set, as a full disk does.
 type failingStore struct {
 	store.Store

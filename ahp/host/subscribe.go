@@ -18,6 +18,7 @@ type snapshotOut struct {
 
 // channelsFor returns the host channels a subscription to uri means on c.
 func (h *Host) channelsFor(c *conn, uri string) []string {
+	uri = canonicalChannel(uri)
 	if c.codec == nil {
 		return []string{uri}
 	}
@@ -188,6 +189,9 @@ func (h *Host) subscribe(_ context.Context, r *request, uri string) {
 	}
 	h.stats.queued.Add(1)
 	c.release(frame)
+	if err == nil {
+		h.noteClient(c) // clients.go
+	}
 }
 
 // unsubscribe ends c's subscription to uri (and the host channels behind
@@ -195,14 +199,19 @@ func (h *Host) subscribe(_ context.Context, r *request, uri string) {
 // active clients (spec: session/activeClientRemoved).
 func (h *Host) unsubscribe(c *conn, uri string) {
 	h.mu.Lock()
+	var left []*channel
 	for _, n := range h.channelsFor(c, uri) {
 		if ch, ok := c.subs[n]; ok {
 			ch.dropSub(c)
 			delete(c.subs, n)
+			left = append(left, ch)
 		}
 	}
 	clientID := c.clientID
+	groups := groupsOf(left)
 	h.mu.Unlock()
+	h.unloadReleased(groups) // archive.go
 	h.releaseActiveClient(clientID, func(session string) bool { return session == uri })
 	h.filesUnsubscribed(c, uri)
+	h.noteClient(c) // clients.go
 }

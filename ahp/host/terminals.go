@@ -3,7 +3,6 @@ package host
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
@@ -103,7 +102,7 @@ func (h *Host) ReadRoot(fn func(*wire.RootState)) {
 // CreateTerminal adds a terminal channel with the given initial state and
 // announces it in the root terminal catalogue (root/terminalsChanged).
 func (h *Host) CreateTerminal(channel string, st wire.TerminalState) error {
-	if !strings.HasPrefix(channel, "ahp-terminal:") {
+	if !wire.IsTerminalURI(channel) {
 		return fmt.Errorf("host: %q is not a valid terminal channel URI", channel)
 	}
 	ch := newChannel(channel, chanTerminal)

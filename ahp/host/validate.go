@@ -27,14 +27,14 @@ func validateClient(ch *channel, a wire.StateAction, raw []byte, clientID string
 	}
 	switch ch.kind {
 	case chanSession:
-		return validateSession(ch.session, a, clientID)
+		return validateSession(ch.session, a, clientID, ch.group != nil && ch.group.settingsUnknown)
 	case chanChat:
 		return validateChat(ch, a, raw, clientID)
 	}
 	return ""
 }
 
-func validateSession(st *wire.SessionState, a wire.StateAction, clientID string) string {
+func validateSession(st *wire.SessionState, a wire.StateAction, clientID string, settingsUnknown bool) string {
 	switch x := a.Value.(type) {
 	case *wire.SessionActiveClientSetAction:
 		if x.ActiveClient.ClientID != clientID {
@@ -55,6 +55,12 @@ func validateSession(st *wire.SessionState, a wire.StateAction, clientID string)
 		}
 		for _, k := range sortedKeys(x.Config) {
 			prop, ok := st.Config.Schema.Properties[k]
+			if !ok && settingsUnknown {
+				// The agent's settings were not known when the session was
+				// made: the handler applies the change once the agent
+				// session exists, or refuses it with a reason (issue 26).
+				continue
+			}
 			if !ok {
 				return fmt.Sprintf("config property %q does not exist", k)
 			}
@@ -79,6 +85,9 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		}
 		if ch.group.detached {
 			return "this session was restored from the state file, and this server cannot re-attach its agent; it keeps its history but takes no new turns"
+		}
+		if ch.group.releasing {
+			return "this session is being archived (disposeSession) and its agent released; send the turn again in a moment"
 		}
 		if st.ActiveTurn != nil {
 			return fmt.Sprintf("turn %s is still active; cancel it or queue the message instead", st.ActiveTurn.ID)

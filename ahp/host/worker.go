@@ -11,6 +11,9 @@ import (
 type handoffJob struct {
 	action wire.StateAction
 	origin wire.ActionOrigin
+	// attach, when set, re-attaches an archived session's agent before
+	// the action is delivered (archive.go).
+	attach *reattach
 }
 
 // worker delivers one channel's accepted client actions to the backend in

@@ -9,9 +9,11 @@ import (
 // Session applies a to the session state s. The session reducer keeps no
 // timestamps and only moves the activity bits of status through inputNeeded:
 // a session's activity is its chats' (see AggregateStatus), which the chat
-// reducer computes. Since 0.8.0 only inputNeeded entries that wait for the
-// user count: a toolClientExecution entry is work delegated to a client, not
-// a question, so it leaves the activity as it is.
+// reducer computes; the InProgress an answered input leaves ends once no
+// chat of the catalogue is in progress (settleActivity). Since 0.8.0 only
+// inputNeeded entries that wait for the user count: a toolClientExecution
+// entry is work delegated to a client, not a question, so it leaves the
+// activity as it is.
 func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 	if s == nil {
 		return
@@ -45,9 +47,11 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 		if s.DefaultChat != nil && *s.DefaultChat == a.Chat {
 			s.DefaultChat = nil
 		}
+		settleActivity(s)
 	case *wire.SessionChatUpdatedAction:
 		if i := sessionChatIndex(s, a.Chat); i >= 0 {
 			mergeChatSummary(&s.Chats[i], a.Changes)
+			settleActivity(s)
 		}
 	case *wire.SessionChatsReorderedAction:
 		sessionChatsReordered(s, a.Chats)
@@ -113,6 +117,7 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 			s.InputNeeded = append(s.InputNeeded, req)
 		}
 		s.Status = WithInputNeeded(s.Status, inputAwaitsUser(s.InputNeeded))
+		settleActivity(s)
 	case *wire.SessionInputNeededRemovedAction:
 		i := inputNeededIndex(s, a.ID)
 		if i < 0 {
@@ -123,6 +128,7 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 			s.InputNeeded = nil
 		}
 		s.Status = WithInputNeeded(s.Status, inputAwaitsUser(s.InputNeeded))
+		settleActivity(s)
 
 	// Customizations, top-level entries and containers' children by id.
 	case *wire.SessionCustomizationsChangedAction:

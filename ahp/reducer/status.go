@@ -26,6 +26,32 @@ func WithInputNeeded(status wire.SessionStatus, needed bool) wire.SessionStatus 
 	return status.Without(wire.SessionStatusInputNeeded &^ wire.SessionStatusInProgress)
 }
 
+// settleActivity ends the InProgress that WithInputNeeded leaves on a
+// session once its last input was given: the specification falls back to
+// InProgress there ("its turn goes on"), and no action of the session
+// channel would ever take it back, so a session that once asked for
+// anything showed InProgress for good after its turns ended (issue 26).
+// When the session's activity is that bare InProgress, nothing waits for
+// the user, and its catalogue holds chats none of which is in progress, the
+// activity becomes AggregateStatus's. A session without chats keeps the
+// specification's fallback (the AHP fixtures check it), and any other
+// activity, e.g. the Idle of a session that never asked, is left alone.
+func settleActivity(s *wire.SessionState) {
+	if s.Status.Activity() != wire.SessionStatusInProgress || len(s.Chats) == 0 || inputAwaitsUser(s.InputNeeded) {
+		return
+	}
+	for _, c := range s.Chats {
+		if c.Status.Has(wire.SessionStatusInProgress) {
+			return
+		}
+	}
+	def := ""
+	if s.DefaultChat != nil {
+		def = *s.DefaultChat
+	}
+	s.Status = AggregateStatus(s.Status, s.Chats, def)
+}
+
 // AggregateChat returns the index in chats of the chat a session summary
 // mirrors (its activity bits and its activity string), or -1 when there are
 // no chats. AHP 0.7.0 (SessionSummary; spec/session-channel.md, "Chat

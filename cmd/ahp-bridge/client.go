@@ -35,7 +35,11 @@ back); a second Ctrl-C quits.
 
 Exit codes: 0 turn complete (or a follow ended with Ctrl-C), 1 connection or
 protocol error, 2 bad usage, 3 turn error, 4 cancelled, 5 a tool call was
-denied.
+denied, 6 a tool call failed.
+
+--approve-all and "y" approve this call only: when the agent offers several
+ways to approve (once, always), the client names none and the server answers
+for this call alone; choose an option by its number to allow more.
 `
 
 // waitHint is said when a question waits because nobody can answer it here.
@@ -62,14 +66,14 @@ func clientFlags(a *clientArgs, watch *bool) *flag.FlagSet {
 
 // isSessionURI reports whether uri can name a session: ahp-session:/…, or
 // any other "scheme:/path" URI whose scheme is not one of AHP's own
-// (ahp-chat:, ahp-root:, …), such as the <provider>:/<uuid> an ahpx (AHP
+// (ahp-chat:, ahp-root:, …) nor VS Code's agenthost-terminal:, such as the <provider>:/<uuid> an ahpx (AHP
 // 0.5.x) client names its sessions with, which the host keeps and lists.
 func isSessionURI(uri string) bool {
 	i := strings.Index(uri, ":/")
 	if i <= 0 || len(uri) <= i+2 || strings.ContainsAny(uri, " \t\r\n") {
 		return false
 	}
-	return strings.HasPrefix(uri, "ahp-session:") || !strings.HasPrefix(uri, "ahp-")
+	return strings.HasPrefix(uri, "ahp-session:") || !strings.HasPrefix(uri, "ahp-") && !wire.IsTerminalURI(uri)
 }
 
 // parseClientArgs parses flags and positional arguments in any order:

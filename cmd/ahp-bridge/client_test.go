@@ -54,6 +54,7 @@ func TestParseClientArgs(t *testing.T) {
 			want: clientArgs{URL: url, Prompt: "go", Options: tui.Options{Session: "demo:/5ac4da4c-9522-4e3e-a2c4-617b1491f155"}}},
 		{name: "session is a chat", args: []string{url, "--session", "ahp-chat:/abc", "hi"}, wantErr: "wants a session URI"},
 		{name: "session is the root", args: []string{url, "--session", "ahp-root://", "hi"}, wantErr: "wants a session URI"},
+		{name: "session is a VS Code terminal", args: []string{url, "--session", "agenthost-terminal:/5ac4da4c", "hi"}, wantErr: "wants a session URI"},
 		{name: "unknown flag", args: []string{url, "--nope", "hi"}, wantErr: "unknown flag --nope"},
 	}
 	for _, tc := range tests {

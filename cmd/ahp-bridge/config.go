@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/host"
@@ -15,8 +17,8 @@ import (
 
 // Config is everything `serve` can be told, by flags or by a --config file.
 // The JSON keys are the file format. A flag given on the command line wins
-// over the file; a repeatable flag (--acp, --agentchan, --allow-origin)
-// replaces the file's whole list.
+// over the file; a repeatable flag (--acp, --agentchan, --allow-origin,
+// --browse-root) replaces the file's whole list.
 type Config struct {
 	Listen string `json:"listen,omitempty"`
 	// OpsListen moves the ops endpoints (health, metrics, the status page)
@@ -50,6 +52,18 @@ type Config struct {
 	// clients (resourceWrite, resourceMkdir, …) and by agents
 	// (fs/write_text_file).
 	ReadOnlyFiles bool `json:"readOnlyFiles,omitempty"`
+	// DefaultDirectory is where clients' folder pickers start (the
+	// initialize result's defaultDirectory), and a directory they may
+	// browse; "" means the directory serve starts in. parseServe makes it
+	// absolute.
+	DefaultDirectory string `json:"defaultDirectory,omitempty"`
+	// BrowseRoots are more directories clients may browse without a
+	// session: list and resolve (names, types, sizes, times), never read
+	// or change. parseServe makes them absolute.
+	BrowseRoots []string `json:"browseRoots,omitempty"`
+	// ArchiveRetention deletes archived sessions older than this duration
+	// ("90d", "720h"); "" or "0" keeps them (retention.go).
+	ArchiveRetention string `json:"archiveRetention,omitempty"`
 
 	// src says where each setting came from, so that a problem is named
 	// the way the user wrote it: a flag, or a key of the file.
@@ -74,6 +88,12 @@ type AgentConfig struct {
 	// "command" (stdio) or a "url" (http, or "type": "sse"). Their env and
 	// headers go to the agent only, never to clients.
 	McpServers map[string]McpServerConfig `json:"mcpServers,omitempty"`
+	// ProbeModels (default true) starts the agent once at start, with a
+	// throwaway session in an empty directory, to learn its models when no
+	// earlier run stored them: clients such as VS Code cannot start a
+	// session of a provider whose catalogue lists no models. false waits
+	// for the provider's first session instead.
+	ProbeModels *bool `json:"probeModels,omitempty"`
 
 	flag string // the --acp value it came from, if any
 }
@@ -131,6 +151,8 @@ var flagOfKey = map[string]string{
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
 	"maxPendingRequests": "max-pending-requests", "state": "state", "readOnlyFiles": "read-only-files",
+	"defaultDirectory": "default-directory", "browseRoots": "browse-root",
+	"archiveRetention": "archive-retention",
 }
 
 // usageError is a flag or configuration problem; it makes the command exit
@@ -164,6 +186,8 @@ const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--op
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
                         [--max-frame-bytes N] [--max-sessions N] [--max-subscriptions N]
                         [--max-pending-requests N] [--state FILE|none] [--read-only-files]
+                        [--default-directory DIR] [--browse-root DIR]...
+                        [--archive-retention DURATION]
 
 Runs the bridge. AHP clients connect over WebSocket (or, with --stdio, over
 stdin/stdout) and drive the ACP agents (--acp) and agent-channel backends
@@ -182,11 +206,20 @@ ahp-bridge/state.db under the user's state directory, e.g.
 ~/.local/state/ahp-bridge/state.db) and --state none keeps everything in
 memory. One bridge per file: a second one on the same file refuses to start.
 'ahp-bridge sessions' lists, shows, exports and deletes what it holds.
+disposeSession never deletes a session with turns: it archives it (and
+releases its agent); --archive-retention DURATION (e.g. 90d) deletes archived
+sessions older than that, at start and hourly (default: never).
+
+A client may touch only the files of its sessions' working directories.
+Before it has a session it may browse (list directories and resolve paths,
+never read or change files) under --default-directory DIR, where its folder
+picker starts (default: the directory serve starts in), and under each
+--browse-root DIR.
 
 Settings come from --config FILE (JSON; README.md lists the keys) and from the
 flags. A flag wins over the file; a repeatable flag replaces the file's whole
 list (--acp the file's agents, --agentchan its agentChannels, --allow-origin
-its allowOrigins).
+its allowOrigins, --browse-root its browseRoots).
 
 Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 a failure while running,
 2 bad flags or configuration.
@@ -196,6 +229,8 @@ Exit codes: 0 clean shutdown (SIGINT/SIGTERM), 1 a failure while running,
 type serveFlags struct {
 	cfgFile                   string
 	acps, chans, origins      repeated
+	browseRoots               repeated
+	defaultDir                string
 	listen, token, tokenFile  string
 	opsListen                 string
 	approve, logLevel, logFmt string
@@ -205,6 +240,7 @@ type serveFlags struct {
 	maxSubs, maxPending       int
 	maxFrame                  int64
 	state                     string
+	archiveRetention          string
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
@@ -229,7 +265,10 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxSubs, "max-subscriptions", 0, fmt.Sprintf("most subscriptions per connection (default %d)", defaultMaxSubscriptions))
 	fs.IntVar(&f.maxPending, "max-pending-requests", 0, fmt.Sprintf("most unanswered completions and resource* requests per connection (default %d)", defaultMaxPendingRequests))
 	fs.StringVar(&f.state, "state", "", "keep sessions in the SQLite state `FILE`, or none to keep them in memory (default ahp-bridge/state.db in the user's state directory)")
+	fs.StringVar(&f.archiveRetention, "archive-retention", "", "delete archived sessions older than `DURATION` (e.g. 90d or 720h), at start and hourly (default: keep them)")
 	fs.BoolVar(&f.readOnly, "read-only-files", false, "refuse every change to the workspace's files, by clients (resourceWrite, …) and by agents (fs/write_text_file)")
+	fs.StringVar(&f.defaultDir, "default-directory", "", "where clients' folder pickers start, a `DIR` they may browse without a session (default: the directory serve starts in)")
+	fs.Var(&f.browseRoots, "browse-root", "let clients browse `DIR` without a session: list and resolve, never read or change (repeatable)")
 	return fs
 }
 
@@ -289,6 +328,9 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	override("max-pending-requests", func() { cfg.MaxPendingRequests = f.maxPending })
 	override("state", func() { cfg.State = f.state })
 	override("read-only-files", func() { cfg.ReadOnlyFiles = f.readOnly })
+	override("default-directory", func() { cfg.DefaultDirectory = f.defaultDir })
+	override("browse-root", func() { cfg.BrowseRoots = f.browseRoots })
+	override("archive-retention", func() { cfg.ArchiveRetention = f.archiveRetention })
 	if set["acp"] {
 		cfg.Agents = nil
 		for _, a := range f.acps {
@@ -313,7 +355,57 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	if err := cfg.validate(); err != nil {
 		return Config{}, fs, err
 	}
+	if err := cfg.resolveDirectories(); err != nil {
+		return Config{}, fs, err
+	}
 	return cfg, fs, nil
+}
+
+// resolveDirectories makes the default directory (the working directory
+// when none is given) and the browse roots absolute, relative to the
+// working directory, and checks that each is an existing directory.
+func (c *Config) resolveDirectories() error {
+	if c.src != nil && c.src.flags["defaultDirectory"] && c.DefaultDirectory == "" {
+		return usagef("%s: want a directory", c.name("defaultDirectory"))
+	}
+	if c.DefaultDirectory == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("finding the working directory, the default of %s: %w", c.name("defaultDirectory"), err)
+		}
+		c.DefaultDirectory = wd
+	}
+	dir := func(name, d string) (string, error) {
+		if d == "" {
+			return "", usagef("%s: want a directory, not an empty name", name)
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return "", usagef("%s %q: %v", name, d, err)
+		}
+		fi, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			return "", usagef("%s %q: %v", name, d, err)
+		case !fi.IsDir():
+			return "", usagef("%s %q: not a directory", name, d)
+		}
+		return abs, nil
+	}
+	var err error
+	if c.DefaultDirectory, err = dir(c.name("defaultDirectory"), c.DefaultDirectory); err != nil {
+		return err
+	}
+	roots := make([]string, len(c.BrowseRoots))
+	for i, d := range c.BrowseRoots {
+		if roots[i], err = dir(c.name("browseRoots"), d); err != nil {
+			return err
+		}
+	}
+	if len(roots) > 0 {
+		c.BrowseRoots = roots
+	}
+	return nil
 }
 
 func (c *Config) applyDefaults() {
@@ -378,6 +470,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPendingRequests < 1 {
 		return usagef("%s %d: must be at least 1", c.name("maxPendingRequests"), c.MaxPendingRequests)
+	}
+	if _, err := parseRetention(c.ArchiveRetention); err != nil {
+		return usagef("%s %q: %v", c.name("archiveRetention"), c.ArchiveRetention, err)
 	}
 	if c.src != nil && c.src.flags["state"] && c.State == "" {
 		return usagef("%s: want a file name, or none", c.name("state"))

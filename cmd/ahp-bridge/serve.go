@@ -149,7 +149,11 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server,
 		MaxPendingRequests:      cfg.MaxPendingRequests,
 		ServerName:              "ahp-bridge",
 		ReadOnlyFiles:           cfg.ReadOnlyFiles,
+		DefaultDirectory:        cfg.DefaultDirectory,
+		BrowseRoots:             cfg.BrowseRoots,
 	}
+	// Validated with the rest of the configuration.
+	opts.ArchiveRetention, _ = parseRetention(cfg.ArchiveRetention)
 	if s.state != nil {
 		opts.Store = s.state
 		opts.OnStoreWrite = func(d time.Duration, err error) {
@@ -178,10 +182,16 @@ func newServer(cfg Config, log zerolog.Logger, errs *ops.ErrorLog) (srv *server,
 		s.host.Close()
 		return nil, err
 	}
-	s.bridge = bridge.New(providers, bridge.Options{
+	bopts := bridge.Options{
 		Approve: policy,
 		Logger:  log.With().Str("component", "bridge").Logger(),
-	})
+	}
+	if s.state != nil {
+		// The models each provider offered, published before its first
+		// session of the next run.
+		bopts.Models = s.state
+	}
+	s.bridge = bridge.New(providers, bopts)
 	s.bridge.Attach(s.host)
 	s.host.SetHandler(s.bridge)
 	if err := s.bridge.Start(context.Background()); err != nil {
@@ -277,6 +287,9 @@ func buildAgent(a AgentConfig, readOnlyFiles bool, log zerolog.Logger) (builtPro
 		// same client state, far fewer envelopes (docs/performance.md).
 		CoalesceText: true,
 		McpServers:   mcp,
+		// Learn the models at start when no earlier run stored them, so
+		// that clients can pick one before the first session.
+		ProbeModels: a.ProbeModels == nil || *a.ProbeModels,
 	}, log.With().Str("provider", a.ID).Logger())}, nil
 }
 

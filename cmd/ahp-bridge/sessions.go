@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -26,13 +27,15 @@ ahp-bridge/state.db under the user's state directory, e.g.
 ~/.local/state/ahp-bridge/state.db; --state names another).
 
   list    every stored session, most recently modified first: when it was
-          modified, its provider, its URI and its title
+          modified, its provider, its URI and its title ("[archived]"
+          after it when a client's disposeSession archived it)
   show    one session: its catalogue entry and, per chat, its agent session
           id, how many turns it holds and whether a turn was streaming when
           the bridge stopped
   export  one session with every turn, as one JSON document on stdout
           (format ahp-bridge/session-export, version 1)
-  delete  the sessions named, with their turns
+  delete  the sessions named, with their turns (disposeSession never
+          deletes a session with turns: it archives it; this does)
 
 list, show and export only read the file, so they work while a bridge runs
 on it; delete needs the file to itself and refuses while a bridge holds it.
@@ -132,7 +135,11 @@ func listSessions(ctx context.Context, st store.Store, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODIFIED\tPROVIDER\tURI\tTITLE")
 	err := store.EachSession(ctx, st, func(s store.Session) error {
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(s.Modified), s.Provider, s.URI, oneLine(s.Title))
+		title := oneLine(s.Title)
+		if archived(s) {
+			title = strings.TrimSpace(title + " [archived]")
+		}
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(s.Modified), s.Provider, s.URI, title)
 		return err
 	})
 	if err != nil {
@@ -162,6 +169,9 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 		if h, held, _ = hs.HolderOf(ctx, s.URI); held {
 			fmt.Fprintf(tw, "driven by:\tthe ahp-bridge with %s\n", h)
 		}
+	}
+	if archived(s) {
+		fmt.Fprintf(tw, "archived:\tyes (a client disposed of it; 'sessions delete' deletes it)\n")
 	}
 	if len(s.Config) > 0 {
 		var cfg struct {
@@ -238,4 +248,16 @@ func oneLine(s string) string {
 		return "(untitled)"
 	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// archived reports whether a stored session is archived: its catalogue
+// summary (the host's listSessions entry, which the host stores as
+// {"summary": {"status": …}}) has the IsArchived status flag.
+func archived(s store.Session) bool {
+	var row struct {
+		Summary struct {
+			Status wire.SessionStatus `json:"status"`
+		} `json:"summary"`
+	}
+	return json.Unmarshal(s.Summary, &row) == nil && row.Summary.Status.Has(wire.SessionStatusIsArchived)
 }

@@ -127,8 +127,9 @@ func TestStateCorruptFileIsMovedAside(t *testing.T) {
 }
 
 // TestStateSessionsCommand: list, show and export read the file while the
-// bridge runs; delete of the session it holds is refused, naming it, until
-// it stops, then deletes.
+// bridge runs; delete of the session it drives is refused, naming it; once
+// a client disposed of it (archived) and nobody watches it any more, the
+// bridge releases it and delete deletes it while the bridge runs.
 func TestStateSessionsCommand(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	url, bridge, _ := serveState(t, state)
@@ -137,16 +138,30 @@ func TestStateSessionsCommand(t *testing.T) {
 	turn := bridgetest.StartTurn(t, c, session, "echo kept across restarts")
 	bridgetest.WaitTurnEnd(t, c, session, turn, 30*time.Second)
 
-	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
+	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "show", session, "--state", state)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `driven by:\s+the ahp-bridge with pid `+strconv.Itoa(bridge.Process.Pid), out, "show names the bridge driving it")
+	code, _, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "in use by the ahp-bridge with pid "+strconv.Itoa(bridge.Process.Pid), "delete refuses a session a running bridge holds")
+	assert.Contains(t, errOut, strings.TrimSuffix(strings.SplitN(url, "?", 2)[0], "/"), "and says where that bridge listens")
+
+	// disposeSession archives a session with turns; it stays in the file
+	// (issue 23), and `sessions delete` is what deletes it. The bridge no
+	// longer drives it.
+	require.NoError(t, c.DisposeSession(bridgetest.Context(t, 30*time.Second), session))
+
+	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, session)
 	assert.Contains(t, out, "demo")
+	assert.Contains(t, out, "[archived]")
 
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "show", session, "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "session:")
 	assert.Regexp(t, `turns:\s+1\n`, out)
-	assert.Regexp(t, `driven by:\s+the ahp-bridge with pid `+strconv.Itoa(bridge.Process.Pid), out, "show names the bridge driving it")
+	assert.Regexp(t, `archived:\s+yes`, out)
 
 	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "export", "--state", state, session)
 	require.Equal(t, exitOK, code, errOut)
@@ -161,14 +176,13 @@ func TestStateSessionsCommand(t *testing.T) {
 	assert.Equal(t, turn, exported.ID)
 	assert.Equal(t, "echo kept across restarts", exported.Message.Text)
 
-	code, _, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
-	assert.Equal(t, exitError, code)
-	assert.Contains(t, errOut, "in use by the ahp-bridge with pid "+strconv.Itoa(bridge.Process.Pid), "delete refuses a session a running bridge holds")
-	assert.Contains(t, errOut, strings.TrimSuffix(strings.SplitN(url, "?", 2)[0], "/"), "and says where that bridge listens")
-
-	stopServe(t, bridge)
-	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
-	require.Equal(t, exitOK, code, errOut)
+	// Once nobody watches the archived session it leaves the bridge's
+	// memory and is released: delete deletes it while the bridge runs.
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool {
+		code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+		return code == exitOK
+	}, 30*time.Second, 100*time.Millisecond, "delete after the bridge released the session: %s", errOut)
 	assert.Equal(t, "deleted "+session+"\n", out)
 	code, out, _ = runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	assert.Equal(t, exitOK, code)

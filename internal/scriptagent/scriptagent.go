@@ -89,7 +89,8 @@
 // "Authentication required" until the client authenticates with the auth
 // method initialize lists ("script-token"), and with
 // SCRIPTAGENT_DELAY_MS=N the demo turn pauses N ms between updates so that
-// streaming is visible to a person watching. SCRIPTAGENT_SESSIONS makes it
+// streaming is visible to a person watching; with SCRIPTAGENT_NEW_DELAY_MS=N
+// session/new answers only after N ms. SCRIPTAGENT_SESSIONS makes it
 // advertise session/resume and session/load, and SCRIPTAGENT_STATE_DIR keeps
 // its sessions across runs (sessions.go).
 // SCRIPTAGENT_CAPS=LIST sets the capabilities initialize announces: a comma
@@ -362,6 +363,13 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		a.mu.Unlock()
 		if os.Getenv("SCRIPTAGENT_REQUIRE_AUTH") == "1" && !authed {
 			return nil, &rpcError{Code: -32000, Message: "Authentication required"}
+		}
+		if ms, err := strconv.Atoi(os.Getenv("SCRIPTAGENT_NEW_DELAY_MS")); err == nil && ms > 0 {
+			select { // a slow agent: settings changed meanwhile must wait
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-a.ctx.Done():
+				return nil, &rpcError{Code: -32603, Message: "shutting down"}
+			}
 		}
 		var p struct {
 			Cwd        string `json:"cwd"`

@@ -113,16 +113,24 @@ func (a *approvalAsker) auto(approveAll, denyAll bool) (any, bool) {
 	return nil, false
 }
 
-// decide builds the confirmation. Without an explicit option it picks the
-// host's first option of the wanted kind, so "y" means "allow once" rather
-// than "always allow" when the host lists that first.
+// decide builds the confirmation. Without an explicit option ("y", "n",
+// --approve-all, --deny-all) it names the host's option of the wanted kind
+// only when there is exactly one: with several ("allow once" and "allow
+// always", which Gemini CLI lists first) the AHP option says nothing of
+// which is which, so none is named and the host answers for this call only
+// (the bridge picks the agent's allow_once, or reject_once, option). Asking
+// for more is choosing the option by its number (issue 26).
 func (a *approvalAsker) decide(kind wire.ConfirmationOptionKind, opt *wire.ConfirmationOption) any {
 	if opt == nil {
 		for i := range a.options {
-			if a.options[i].Kind == kind {
-				opt = &a.options[i]
+			if a.options[i].Kind != kind {
+				continue
+			}
+			if opt != nil {
+				opt = nil
 				break
 			}
+			opt = &a.options[i]
 		}
 	}
 	var selected *string

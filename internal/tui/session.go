@@ -23,6 +23,9 @@ const (
 	ExitTurnError = 3 // the turn ended with chat/error
 	ExitCancelled = 4 // the turn was cancelled, or the queued prompt removed
 	ExitDenied    = 5 // the turn completed but a tool call was denied
+	// ExitToolFailed: the turn completed but a tool call of it failed (an
+	// approved edit the agent could not make is not a success).
+	ExitToolFailed = 6
 )
 
 // cancelGrace is how long a prompt waits for the host to confirm a
@@ -142,6 +145,7 @@ type Session struct {
 	queuedID   string
 	prompt     string
 	denied     bool // a tool call of our turn was denied
+	toolFailed bool // a tool call of our turn failed
 	cancelling bool // Ctrl-C was pressed once
 
 	follow, untilIdle bool
@@ -249,7 +253,7 @@ func (s *Session) report(err error) {
 // turn running meanwhile is shown and its questions are asked too.
 func (s *Session) Prompt(ctx context.Context, text string) (int, error) {
 	s.prompt, s.turnID, s.queuedID = text, "", ""
-	s.denied, s.cancelling, s.follow, s.untilIdle = false, false, false, false
+	s.denied, s.toolFailed, s.cancelling, s.follow, s.untilIdle = false, false, false, false, false
 	// The client's state may be ahead of the envelopes handled so far:
 	// it is the better guess of whether a turn can start now.
 	busy := s.chatState.ActiveTurn != nil
@@ -646,10 +650,17 @@ func (s *Session) apply(ctx context.Context, env *wire.ActionEnvelope) (int, boo
 		if ours(a.TurnID) && !a.Approved {
 			s.denied = true
 		}
+	case *wire.ChatToolCallCompleteAction:
+		if ours(a.TurnID) && !a.Result.Success {
+			s.toolFailed = true
+		}
 	case *wire.ChatTurnCompleteAction:
 		if ours(a.TurnID) && !s.follow {
-			if s.denied {
+			switch {
+			case s.denied:
 				return ExitDenied, true, nil
+			case s.toolFailed:
+				return ExitToolFailed, true, nil
 			}
 			return ExitOK, true, nil
 		}

@@ -16,15 +16,12 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
-// terminalPrefix starts the URI of a terminal channel.
-const terminalPrefix = "ahp-terminal:"
-
 // envelope renders one action envelope of the session's default chat or
 // of a terminal it uses. What the session channel carries (the chat
 // catalogue, inputNeeded, active clients) is not shown: its questions are
 // asked instead, and the chat says the rest.
 func (r *renderer) envelope(env *wire.ActionEnvelope) {
-	if strings.HasPrefix(env.Channel, terminalPrefix) {
+	if wire.IsTerminalURI(env.Channel) {
 		r.terminalAction(env)
 		return
 	}
@@ -265,7 +262,7 @@ func terminalsOf(a wire.StateAction) []string {
 	}
 	var out []string
 	for _, c := range content {
-		if t, ok := c.Value.(*wire.ToolResultTerminalContent); ok && strings.HasPrefix(t.Resource, terminalPrefix) {
+		if t, ok := c.Value.(*wire.ToolResultTerminalContent); ok && wire.IsTerminalURI(t.Resource) {
 			out = append(out, t.Resource)
 		}
 	}

@@ -411,7 +411,7 @@ func (h *Host) subscribeAllLocked(c *conn, uris []string) []wire.Snapshot {
 }
 
 func (h *Host) createSessionLocked(c *conn, p wire.CreateSessionParams) *Error {
-	if !strings.Contains(p.Channel, ":/") || strings.HasPrefix(p.Channel, "ahp-chat:") || p.Channel == wire.RootChannel {
+	if !strings.Contains(p.Channel, ":/") || wire.IsChatURI(p.Channel) || wire.IsRootChannel(p.Channel) {
 		return &Error{Code: wire.CodeInvalidParams, Message: "channel must be a session URI, got " + p.Channel}
 	}
 	if h.sessions[p.Channel] != nil {
@@ -428,10 +428,9 @@ func (h *Host) createSessionLocked(c *conn, p wire.CreateSessionParams) *Error {
 		return &Error{Code: wire.CodeInvalidParams, Message: "activeClient.clientId must be this connection's clientId"}
 	}
 	now := reducer.FormatTime(h.opts.Clock())
-	chatURI := "ahp-chat:/" + p.Channel[strings.Index(p.Channel, ":/")+2:]
-	if h.chats[chatURI] != nil {
-		chatURI = fmt.Sprintf("ahp-chat:/%s-%d", p.Channel[strings.Index(p.Channel, ":/")+2:], h.seq)
-	}
+	// The default chat takes VS Code's derived name, as ahp-bridge's host
+	// names it.
+	chatURI := wire.DefaultChatURI(p.Channel)
 	s := &session{uri: p.Channel, createdAt: now, state: &wire.SessionState{
 		Provider:           provider,
 		Title:              "",
@@ -473,8 +472,8 @@ func (h *Host) createChatLocked(p wire.CreateChatParams) *Error {
 	if a := h.agent(s.state.Provider); a == nil || a.Capabilities == nil || a.Capabilities.MultipleChats == nil {
 		return &Error{Code: wire.CodeMethodNotFound, Message: "the agent runs one chat per session"}
 	}
-	if !strings.HasPrefix(p.Chat, "ahp-chat:/") || len(p.Chat) <= len("ahp-chat:/") {
-		return &Error{Code: wire.CodeInvalidParams, Message: "chat must be an ahp-chat:/<id> URI, got " + p.Chat}
+	if !wire.ValidChatURI(p.Chat) {
+		return &Error{Code: wire.CodeInvalidParams, Message: "chat must be an ahp-chat: URI, got " + p.Chat}
 	}
 	if h.chats[p.Chat] != nil {
 		return &Error{Code: wire.CodeAlreadyExists, Message: "chat exists: " + p.Chat}

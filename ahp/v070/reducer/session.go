@@ -42,9 +42,11 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 		if s.DefaultChat != nil && *s.DefaultChat == a.Chat {
 			s.DefaultChat = nil
 		}
+		settleActivity(s)
 	case *wire.SessionChatUpdatedAction:
 		if i := sessionChatIndex(s, a.Chat); i >= 0 {
 			mergeChatSummary(&s.Chats[i], a.Changes)
+			settleActivity(s)
 		}
 	case *wire.SessionDefaultChatChangedAction:
 		// Whether the chat exists is the host's to check (it rejects the
@@ -116,6 +118,7 @@ func Session(s *wire.SessionState, a wire.StateAction, clock Clock) {
 			s.InputNeeded = nil
 		}
 		s.Status = WithInputNeeded(s.Status, len(s.InputNeeded) > 0)
+		settleActivity(s)
 
 	// Customizations, top-level entries and containers' children by id.
 	case *wire.SessionCustomizationsChangedAction:

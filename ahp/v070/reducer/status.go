@@ -25,6 +25,28 @@ func WithInputNeeded(status wire.SessionStatus, needed bool) wire.SessionStatus 
 	return status.Without(wire.SessionStatusInputNeeded &^ wire.SessionStatusInProgress)
 }
 
+// settleActivity ends the InProgress WithInputNeeded leaves once the last
+// input was given, when no chat of the catalogue is in progress any more:
+// the rule ahp/reducer applies (see its settleActivity, issue 26), kept here
+// so that the 0.7.0 projection of the host's state and a 0.7.0 client's
+// reduced state agree. A session without chats keeps the specification's
+// fallback, and any activity other than a bare InProgress is left alone.
+func settleActivity(s *wire.SessionState) {
+	if s.Status.Activity() != wire.SessionStatusInProgress || len(s.Chats) == 0 || len(s.InputNeeded) > 0 {
+		return
+	}
+	for _, c := range s.Chats {
+		if c.Status.Has(wire.SessionStatusInProgress) {
+			return
+		}
+	}
+	def := ""
+	if s.DefaultChat != nil {
+		def = *s.DefaultChat
+	}
+	s.Status = AggregateStatus(s.Status, s.Chats, def)
+}
+
 // AggregateChat returns the index in chats of the chat a session summary
 // mirrors (its activity bits and its activity string), or -1 when there are
 // no chats. AHP 0.7.0 (SessionSummary; spec/session-channel.md, "Chat
