@@ -23,6 +23,9 @@ type scriptedHost struct {
 	// forgetClients: a reconnect is answered -32008, as by a host that
 	// restarted and never saw the client.
 	forgetClients bool
+	// actionBehind: a subscribe's answer is followed at once by an action
+	// on the subscribed channel (a title change), as a busy host sends it.
+	actionBehind bool
 
 	mu    sync.Mutex
 	conns int
@@ -86,6 +89,13 @@ func (h *scriptedHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(reply)
 		if conn.WriteMessage(websocket.TextMessage, b) != nil {
 			return
+		}
+		if ch, _ := m.Params["channel"].(string); h.actionBehind && m.Method == "subscribe" && !strings.HasPrefix(ch, "ahp-chat:") {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "action", "params": map[string]any{
+				"channel": ch, "serverSeq": 4, "action": map[string]any{"type": "session/titleChanged", "title": "right behind"}}})
+			if conn.WriteMessage(websocket.TextMessage, b) != nil {
+				return
+			}
 		}
 	}
 }
@@ -264,4 +274,33 @@ func TestReconnectReplayNeedsNoFallback(t *testing.T) {
 	got := h.sequence(t, len(connectSequence())+2+configPushes)
 	assert.Equal(t, "reconnect", got[len(connectSequence())].method)
 	assert.Equal(t, "setClientManagedSettingsPermissions", got[len(connectSequence())+1].method)
+}
+
+// TestActionRightBehindASnapshotIsApplied: an action the host sends right
+// after a subscribe's answer applies to the state of that snapshot, as in
+// VS Code's client; it used to reach the reducers before the caller had
+// installed the snapshot and was lost.
+func TestActionRightBehindASnapshotIsApplied(t *testing.T) {
+	host := &scriptedHost{t: t, actionBehind: true}
+	srv := httptest.NewServer(host)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{Address: "ws" + strings.TrimPrefix(srv.URL, "http") + "/?tkn=secret"})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Connect(ctx)
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		session := "demo:/s" + strings.Repeat("x", i)
+		_, err := c.Subscribe(ctx, session)
+		require.NoError(t, err)
+		wait, stop := context.WithTimeout(ctx, 2*time.Second)
+		err = c.WaitFor(wait, "the title change", func() bool {
+			s, _ := c.Session(session)
+			return s.Title == "right behind"
+		})
+		stop()
+		require.NoError(t, err, "subscribe %d: the action right behind the snapshot was lost", i)
+	}
 }
