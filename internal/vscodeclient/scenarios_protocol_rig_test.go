@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,22 +108,39 @@ func newSession(t *testing.T, c *vsc.Client) (session, chat, workspace string) {
 	}))
 	s, _ := c.Session(session)
 	require.Equal(t, wire.SessionLifecycleReady, s.Lifecycle, "session creation failed: %+v", s.CreationError)
-	settle(t, c)
+	// The agent's settings come right after it is ready.
+	require.NoError(t, c.WaitFor(wait(t), "the session's settings", func() bool {
+		s, _ := c.Session(session)
+		return s.Config != nil
+	}))
+	settle(t, c, session, chat)
 	return session, chat, workspace
 }
 
-// settle waits until the host has sent everything it had queued for c: a
-// ping answered after the last action that arrives within a short quiet
-// spell.
-func settle(t *testing.T, c *vsc.Client) {
+// settle waits until the host has sent c everything it had for channels:
+// a ping answered, then a short quiet spell with no new action on them.
+// Other channels are left out: a window subscribed to the root hears of
+// every session the parallel scenarios make.
+func settle(t *testing.T, c *vsc.Client, channels ...string) {
 	t.Helper()
+	count := func() int {
+		n := 0
+		for _, e := range envelopes(c) {
+			if slices.Contains(channels, e.Channel) {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		n := len(c.Notifications())
+		n := count()
 		require.NoError(t, c.Ping(wait(t)))
-		time.Sleep(50 * time.Millisecond)
-		if len(c.Notifications()) == n {
+		time.Sleep(100 * time.Millisecond)
+		if count() == n {
 			return
 		}
+		require.True(t, time.Now().Before(deadline), "%v never fell quiet", channels)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestVSCodeProtocolLifecycle(t *testing.T) {
 		// snapshot already holds every turn — and sends no
 		// chat/turnsLoaded, which would clear the cursor of a client that
 		// subscribed to a tail.
-		settle(t, c)
+		settle(t, c, chat)
 		_, loaded := findAction(c, 0, chat, "chat/turnsLoaded", nil)
 		assert.False(t, loaded, "no chat/turnsLoaded without a cursor")
 		st, _ := c.Chat(chat)
@@ -247,7 +247,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		require.NoError(t, c.Ping(wait(t)))
 		from := len(envelopes(c))
 		dispatchAndWait(t, shared, session, titleAction("After Unsubscribe"))
-		settle(t, c)
+		settle(t, c, session)
 		_, got := findAction(c, from, session, "session/titleChanged", nil)
 		assert.False(t, got, "no session/titleChanged after unsubscribe")
 	})
