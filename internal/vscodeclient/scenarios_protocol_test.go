@@ -259,6 +259,22 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		assert.Equal(t, map[string]any{"text": "initial snapshot draft", "origin": map[string]any{"kind": "user"}}, states[chat]["draft"])
 	})
 
+	t.Run("session disposal invalidates another client subscription", func(t *testing.T) {
+		t.Parallel()
+		// The scenario's session has no turns: the bridge removes such a
+		// session on disposeSession (one with turns is kept, archived;
+		// issue 23 §5).
+		session, chat, _ := newSession(t, shared)
+		c := rig.bare(t)
+		subscribeFromSeq(t, c, session)
+		subscribeFromSeq(t, c, chat)
+		require.NoError(t, shared.DisposeSession(wait(t), session))
+		_, err := c.Call(wait(t), "subscribe", map[string]any{"channel": session})
+		assert.Error(t, err, "the disposed session cannot be subscribed again")
+		_, err = c.Call(wait(t), "subscribe", map[string]any{"channel": chat})
+		assert.Error(t, err, "nor its chat")
+	})
+
 	t.Run("root session summaries are broadcast to every subscribed client", func(t *testing.T) {
 		t.Parallel()
 		session, _, _ := newSession(t, shared)
