@@ -6,18 +6,9 @@ import (
 	"fmt"
 )
 
-// Test-only doors into the client for the scenario tests of the external
-// test package: VS Code's conformance suite dispatches actions and sends
-// requests the windows themselves never send.
-
-// DispatchRaw dispatches any action on channel with the client's next
-// clientSeq and returns that clientSeq.
-func (c *Client) DispatchRaw(channel string, action map[string]any) (int64, error) {
-	return c.dispatch(channel, action)
-}
-
-// NotifyRaw sends any notification.
-func (c *Client) NotifyRaw(method string, params any) error { return c.notify(method, params) }
+// Test-only doors into the client for the protocol scenario tests of the
+// external test package: VS Code's conformance suite sends requests the
+// windows themselves never send.
 
 // CallWithoutParams sends a request with no params member at all, as a
 // JavaScript client's call(method) does, and waits for its answer.
@@ -27,7 +18,7 @@ func (c *Client) CallWithoutParams(ctx context.Context, method string) (json.Raw
 	conn := c.conn
 	c.nextID++
 	id := c.nextID
-	c.pending[id] = ch
+	c.pending[id] = pendingCall{ch: ch}
 	c.mu.Unlock()
 	if err := c.write(conn, map[string]any{"jsonrpc": "2.0", "id": id, "method": method}); err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)

@@ -26,7 +26,7 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 	t.Run("resourceCopy, resourceMove, and resourceDelete mutate the tree", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		_, _, root := newSession(t, c)
+		_, _, root := protoSession(t, c)
 		require.NoError(t, os.WriteFile(filepath.Join(root, "origin.txt"), []byte("MUTATE"), 0o644))
 		at := func(name string) string { return fileURL(filepath.Join(root, name)) }
 		call := func(method string, params map[string]any) json.RawMessage {
@@ -61,7 +61,7 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 	t.Run("createResourceWatch returns a subscribable watch channel", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		_, _, root := newSession(t, c)
+		_, _, root := protoSession(t, c)
 		raw, err := c.Call(wait(t), "createResourceWatch", map[string]any{"channel": vsc.RootChannel, "uri": fileURL(root), "recursive": true})
 		require.NoError(t, err)
 		var watch struct {

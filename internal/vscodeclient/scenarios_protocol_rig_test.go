@@ -91,11 +91,11 @@ func (r *protoRig) window(t *testing.T) *vsc.Client {
 	return c
 }
 
-// newSession is the suite's createRealSession: a session of the provider
+// protoSession is the suite's createRealSession: a session of the provider
 // on a fresh workspace, subscribed with its default chat, ready, and
 // settled (what the agent reports right after session/new has arrived,
 // so that later checks see only what the scenario causes).
-func newSession(t *testing.T, c *vsc.Client) (session, chat, workspace string) {
+func protoSession(t *testing.T, c *vsc.Client) (session, chat, workspace string) {
 	t.Helper()
 	workspace = t.TempDir()
 	session, err := c.CreateSession(wait(t), protoProvider, []string{workspace})
@@ -204,11 +204,11 @@ func fromSeq(c *vsc.Client, seq int64) func(envelope) bool {
 	}
 }
 
-// dispatchAndWait is the suite's dispatchAndWaitOnShared: dispatch, then
+// protoDispatchAndWait is the suite's dispatchAndWaitOnShared: dispatch, then
 // wait for the host to echo the action back. It returns the echo.
-func dispatchAndWait(t *testing.T, c *vsc.Client, channel string, action map[string]any) envelope {
+func protoDispatchAndWait(t *testing.T, c *vsc.Client, channel string, action map[string]any) envelope {
 	t.Helper()
-	seq, err := c.DispatchRaw(channel, action)
+	seq, err := c.DispatchAction(channel, action)
 	require.NoError(t, err)
 	return waitAction(t, c, 0, channel, action["type"].(string), fromSeq(c, seq))
 }

@@ -35,7 +35,7 @@ func TestVSCodeProtocolLifecycle(t *testing.T) {
 	t.Run("fetchTurns acknowledges completed turn history loading", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		session, chat, _ := newSession(t, c)
+		session, chat, _ := protoSession(t, c)
 		renameTurn(t, c, session, chat, "Fetch Turns One")
 		renameTurn(t, c, session, chat, "Fetch Turns Two")
 		loaded := fetchTurnsPage(t, c, chat)
@@ -55,7 +55,7 @@ func TestVSCodeProtocolLifecycle(t *testing.T) {
 	t.Run("fetchTurns rejects an unrecognized cursor", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		_, chat, _ := newSession(t, c)
+		_, chat, _ := protoSession(t, c)
 		_, err := c.Call(wait(t), "fetchTurns", map[string]any{"channel": chat, "cursor": "unknown-cursor"})
 		if rpcCode(t, err, wire.CodeInvalidParams, "AHP: an unrecognised cursor is InvalidParams") {
 			assert.Contains(t, err.Error(), "cursor", "the error names the cursor")
@@ -141,7 +141,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Run("listSessions includes provider-backed session metadata", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		session, chat, workspace := newSession(t, c)
+		session, chat, workspace := protoSession(t, c)
 		renameTurn(t, c, session, chat, "Listed Session")
 		items, err := c.ListSessions(wait(t))
 		require.NoError(t, err)
@@ -160,10 +160,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Run("listSessions reflects live title and status changes", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		session, chat, _ := newSession(t, c)
+		session, chat, _ := protoSession(t, c)
 		renameTurn(t, c, session, chat, "Catalog Title")
-		dispatchAndWait(t, c, session, map[string]any{"type": "session/isReadChanged", "isRead": true})
-		dispatchAndWait(t, c, session, map[string]any{"type": "session/isArchivedChanged", "isArchived": true})
+		protoDispatchAndWait(t, c, session, map[string]any{"type": "session/isReadChanged", "isRead": true})
+		protoDispatchAndWait(t, c, session, map[string]any{"type": "session/isArchivedChanged", "isArchived": true})
 		items, err := c.ListSessions(wait(t))
 		require.NoError(t, err)
 		item := listItem(items, session)
@@ -177,7 +177,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Run("fetchTurns currently emits an empty loaded-turns page", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		session, chat, _ := newSession(t, c)
+		session, chat, _ := protoSession(t, c)
 		renameTurn(t, c, session, chat, "Fetch Turns")
 		loaded := fetchTurnsPage(t, c, chat)
 		assert.Equal(t, map[string]any{"type": "chat/turnsLoaded", "turns": []any{}}, loaded.Action)
@@ -185,21 +185,21 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("fetchTurns rejects a cursor the host did not issue", func(t *testing.T) {
 		t.Parallel()
-		_, chat, _ := newSession(t, shared)
+		_, chat, _ := protoSession(t, shared)
 		_, err := shared.Call(wait(t), "fetchTurns", map[string]any{"channel": chat, "cursor": "not-a-host-cursor"})
 		rpcCode(t, err, wire.CodeInvalidParams)
 	})
 
 	t.Run("fetchTurns rejects an unknown chat channel", func(t *testing.T) {
 		t.Parallel()
-		session, _, _ := newSession(t, shared)
+		session, _, _ := protoSession(t, shared)
 		_, err := shared.Call(wait(t), "fetchTurns", map[string]any{"channel": vsc.ChatURI(session, "missing")})
 		assert.Error(t, err)
 	})
 
 	t.Run("initialize returns snapshots for initial subscriptions", func(t *testing.T) {
 		t.Parallel()
-		session, chat, _ := newSession(t, shared)
+		session, chat, _ := protoSession(t, shared)
 		c := rig.dial(t, "")
 		raw, err := handshake(t, c, map[string]any{"initialSubscriptions": []string{session, chat}})
 		require.NoError(t, err)
@@ -208,10 +208,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("a session action is broadcast to every subscribed client", func(t *testing.T) {
 		t.Parallel()
-		session, _, _ := newSession(t, shared)
+		session, _, _ := protoSession(t, shared)
 		c := rig.bare(t)
 		subscribeFromSeq(t, c, session)
-		seq, err := shared.DispatchRaw(session, titleAction("Shared Title"))
+		seq, err := shared.DispatchAction(session, titleAction("Shared Title"))
 		require.NoError(t, err)
 		seen := waitAction(t, c, 0, session, "session/titleChanged", func(e envelope) bool { return e.Action["title"] == "Shared Title" })
 		if assert.NotNil(t, seen.Origin, "the broadcast names its origin") {
@@ -222,10 +222,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("a chat action is broadcast to every subscribed client", func(t *testing.T) {
 		t.Parallel()
-		_, chat, _ := newSession(t, shared)
+		_, chat, _ := protoSession(t, shared)
 		c := rig.bare(t)
 		subscribeFromSeq(t, c, chat)
-		dispatchAndWait(t, shared, chat, draftAction("shared draft"))
+		protoDispatchAndWait(t, shared, chat, draftAction("shared draft"))
 		seen := waitAction(t, c, 0, chat, "chat/draftChanged", nil)
 		want := map[string]any{"text": "shared draft", "origin": map[string]any{"kind": "user"}}
 		assert.Equal(t, want, seen.Action["draft"])
@@ -234,13 +234,13 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("an unsubscribed client stops receiving channel actions", func(t *testing.T) {
 		t.Parallel()
-		session, _, _ := newSession(t, shared)
+		session, _, _ := protoSession(t, shared)
 		c := rig.bare(t)
 		subscribeFromSeq(t, c, session)
 		require.NoError(t, c.Unsubscribe(session))
 		require.NoError(t, c.Ping(wait(t)))
 		from := len(envelopes(c))
-		dispatchAndWait(t, shared, session, titleAction("After Unsubscribe"))
+		protoDispatchAndWait(t, shared, session, titleAction("After Unsubscribe"))
 		settle(t, c, session)
 		_, got := findAction(c, from, session, "session/titleChanged", nil)
 		assert.False(t, got, "no session/titleChanged after unsubscribe")
@@ -248,9 +248,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("initial subscriptions include current session and chat state", func(t *testing.T) {
 		t.Parallel()
-		session, chat, _ := newSession(t, shared)
-		dispatchAndWait(t, shared, session, titleAction("Initial Snapshot Title"))
-		dispatchAndWait(t, shared, chat, draftAction("initial snapshot draft"))
+		session, chat, _ := protoSession(t, shared)
+		protoDispatchAndWait(t, shared, session, titleAction("Initial Snapshot Title"))
+		protoDispatchAndWait(t, shared, chat, draftAction("initial snapshot draft"))
 		c := rig.dial(t, "")
 		raw, err := handshake(t, c, map[string]any{"initialSubscriptions": []string{session, chat}})
 		require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		// The scenario's session has no turns: the bridge removes such a
 		// session on disposeSession (one with turns is kept, archived;
 		// issue 23 §5).
-		session, chat, _ := newSession(t, shared)
+		session, chat, _ := protoSession(t, shared)
 		c := rig.bare(t)
 		subscribeFromSeq(t, c, session)
 		subscribeFromSeq(t, c, chat)
@@ -277,10 +277,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("root session summaries are broadcast to every subscribed client", func(t *testing.T) {
 		t.Parallel()
-		session, _, _ := newSession(t, shared)
+		session, _, _ := protoSession(t, shared)
 		c := rig.bare(t)
 		subscribeFromSeq(t, c, vsc.RootChannel)
-		dispatchAndWait(t, shared, session, titleAction("Broadcast Summary"))
+		protoDispatchAndWait(t, shared, session, titleAction("Broadcast Summary"))
 		require.NoError(t, c.WaitFor(wait(t), "root/sessionSummaryChanged", func() bool {
 			for _, n := range c.Notifications() {
 				var p struct {
@@ -298,9 +298,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnect replays only the actions a dropped client missed", func(t *testing.T) {
 		t.Parallel()
-		_, chat, _ := newSession(t, shared)
+		_, chat, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, chat)
-		dispatchAndWait(t, shared, chat, draftAction("missed while disconnected"))
+		protoDispatchAndWait(t, shared, chat, draftAction("missed while disconnected"))
 		res := reconnect(t, rig, id, seen, chat)
 		require.Equal(t, "replay", res.Type)
 		var after int
@@ -315,7 +315,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnect with no missed actions returns an empty replay", func(t *testing.T) {
 		t.Parallel()
-		_, chat, _ := newSession(t, shared)
+		_, chat, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, chat)
 		raw := reconnectRaw(t, rig, id, seen, chat)
 		assert.JSONEq(t, `{"type":"replay","actions":[],"missing":[]}`, string(raw))
@@ -323,11 +323,11 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnect excludes actions from channels the client did not restore", func(t *testing.T) {
 		t.Parallel()
-		_, first, _ := newSession(t, shared)
-		_, second, _ := newSession(t, shared)
+		_, first, _ := protoSession(t, shared)
+		_, second, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, first)
-		dispatchAndWait(t, shared, first, draftAction("included"))
-		dispatchAndWait(t, shared, second, draftAction("excluded"))
+		protoDispatchAndWait(t, shared, first, draftAction("included"))
+		protoDispatchAndWait(t, shared, second, draftAction("excluded"))
 		res := reconnect(t, rig, id, seen, first)
 		require.Equal(t, "replay", res.Type)
 		assert.Equal(t, []string{first + " chat/draftChanged"}, res.kinds())
@@ -335,10 +335,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnect replays missed session and chat actions together", func(t *testing.T) {
 		t.Parallel()
-		session, chat, _ := newSession(t, shared)
+		session, chat, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, session, chat)
-		dispatchAndWait(t, shared, session, titleAction("Replay Session"))
-		dispatchAndWait(t, shared, chat, draftAction("replay draft"))
+		protoDispatchAndWait(t, shared, session, titleAction("Replay Session"))
+		protoDispatchAndWait(t, shared, chat, draftAction("replay draft"))
 		res := reconnect(t, rig, id, seen, session, chat)
 		require.Equal(t, "replay", res.Type)
 		assert.Equal(t, []string{session + " session/titleChanged", chat + " chat/draftChanged"}, res.kinds())
@@ -346,14 +346,14 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnected state subscriptions receive subsequent live actions", func(t *testing.T) {
 		t.Parallel()
-		session, chat, _ := newSession(t, shared)
+		session, chat, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, session, chat)
 		c := rig.dial(t, id)
 		_, err := c.Call(wait(t), "reconnect", reconnectParams(id, seen, session, chat))
 		require.NoError(t, err)
-		_, err = shared.DispatchRaw(session, titleAction("Reconnected Live"))
+		_, err = shared.DispatchAction(session, titleAction("Reconnected Live"))
 		require.NoError(t, err)
-		_, err = shared.DispatchRaw(chat, draftAction("live"))
+		_, err = shared.DispatchAction(chat, draftAction("live"))
 		require.NoError(t, err)
 		waitAction(t, c, 0, session, "session/titleChanged", nil)
 		waitAction(t, c, 0, chat, "chat/draftChanged", nil)
@@ -361,7 +361,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("reconnect reports a subscription it cannot resume as missing", func(t *testing.T) {
 		t.Parallel()
-		_, chat, _ := newSession(t, shared)
+		_, chat, _ := protoSession(t, shared)
 		id, seen := dropAfter(t, rig, chat)
 		gone := "agenthost-terminal://e2e/never-existed"
 		res := reconnect(t, rig, id, seen, chat, gone)
@@ -387,7 +387,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("creating a duplicate session resource is rejected", func(t *testing.T) {
 		t.Parallel()
-		session, _, workspace := newSession(t, shared)
+		session, _, workspace := protoSession(t, shared)
 		_, err := shared.Call(wait(t), "createSession", map[string]any{"channel": session, "provider": protoProvider,
 			"workingDirectories": []string{fileURL(workspace)}, "config": map[string]any{"isolation": "folder"}})
 		rpcCode(t, err, wire.CodeSessionAlreadyExists)
@@ -395,7 +395,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 
 	t.Run("a session cannot fork onto its own resource", func(t *testing.T) {
 		t.Parallel()
-		session, _, _ := newSession(t, shared)
+		session, _, _ := protoSession(t, shared)
 		_, err := shared.Call(wait(t), "createSession", map[string]any{"channel": session, "provider": protoProvider,
 			"fork": map[string]any{"session": session, "turnId": "irrelevant"}})
 		// Differs: VS Code's host answers -32003; the bridge refuses every
@@ -444,11 +444,11 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Run("subscribing twice does not duplicate action delivery", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		_, chat, _ := newSession(t, c)
+		_, chat, _ := protoSession(t, c)
 		subscribeFromSeq(t, c, chat)
 		subscribeFromSeq(t, c, chat)
 		from := len(envelopes(c))
-		seq, err := c.DispatchRaw(chat, draftAction("single delivery"))
+		seq, err := c.DispatchAction(chat, draftAction("single delivery"))
 		require.NoError(t, err)
 		waitAction(t, c, from, chat, "chat/draftChanged", fromSeq(c, seq))
 		require.NoError(t, c.Ping(wait(t)))
@@ -464,9 +464,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Run("resubscribing receives state changed while unsubscribed", func(t *testing.T) {
 		t.Parallel()
 		c := rig.window(t)
-		_, chat, _ := newSession(t, c)
+		_, chat, _ := protoSession(t, c)
 		require.NoError(t, c.Unsubscribe(chat))
-		_, err := c.DispatchRaw(chat, draftAction("changed while unsubscribed"))
+		_, err := c.DispatchAction(chat, draftAction("changed while unsubscribed"))
 		require.NoError(t, err)
 		require.NoError(t, c.Ping(wait(t)))
 		draft, _ := snapshotState(t, c, chat)["draft"].(map[string]any)
@@ -482,13 +482,13 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		t.Run(tc.action+" is rejected rather than silently dropped", func(t *testing.T) {
 			t.Parallel()
 			c := rig.window(t)
-			session, chat, workspace := newSession(t, c)
+			session, chat, workspace := protoSession(t, c)
 			channel := session
 			if tc.on == "chat" {
 				channel = chat
 			}
 			dir := fileURL(filepath.Join(workspace, "second-root"))
-			seq, err := c.DispatchRaw(channel, map[string]any{"type": tc.action, "directory": dir})
+			seq, err := c.DispatchAction(channel, map[string]any{"type": tc.action, "directory": dir})
 			require.NoError(t, err)
 			e := waitAction(t, c, 0, channel, tc.action, nil)
 			if assert.NotNil(t, e.RejectionReason, "the action comes back rejected") {
