@@ -523,6 +523,45 @@ func TestSubscribeViewTurnsAndFetchTurns(t *testing.T) {
 	assert.Nil(t, whole.TurnsNextCursor)
 }
 
+// TestFetchTurnsWithoutCursor: a subscriber whose snapshot held every
+// turn gets an empty chat/turnsLoaded before {} (AHP: the host dispatches
+// it before answering; VS Code's conformance suite waits for it); one that
+// asked for a tail gets only {}: the host keeps no window per client to
+// tell which page it lacks, and an empty page would clear its cursor.
+func TestFetchTurnsWithoutCursor(t *testing.T) {
+	hs := newHarness(t, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	s := hs.newSession(owner, "history")
+	completedTurns(t, hs, s.chat, 3)
+
+	full := hs.dial(t, "full")
+	full.initialize()
+	full.subscribe(s.chat)
+	res, err := full.call("fetchTurns", map[string]any{"channel": s.chat})
+	require.Nil(t, err)
+	assert.JSONEq(t, `{}`, string(res))
+	loaded := full.nextEnvelope(isAction(s.chat, wire.ActionTypeChatTurnsLoaded))
+	l := loaded.Action.Value.(*wire.ChatTurnsLoadedAction)
+	assert.Empty(t, l.Turns, "nothing older to load")
+	assert.Nil(t, l.TurnsNextCursor, "and no cursor")
+
+	tail := hs.dial(t, "tail")
+	tail.initialize()
+	tail.subscribeView(s.chat, 1)
+	res, err = tail.call("fetchTurns", map[string]any{"channel": s.chat})
+	require.Nil(t, err)
+	assert.JSONEq(t, `{}`, string(res))
+	marker := hs.dispatch(t, s.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg("marker"))})
+	before, _ := tail.until("the marker", func(m rpcMsg) bool {
+		return m.Method == wire.MethodAction && decodeEnvelope(t, m).ServerSeq == marker
+	})
+	for _, m := range before {
+		assert.NotContains(t, string(m.raw), string(wire.ActionTypeChatTurnsLoaded), "a tail subscriber gets no page without a cursor")
+	}
+}
+
 // TestCodecRouteNotCallableFromTheWire: the method a codec may route an
 // older fetchTurns to is not a command clients can send.
 func TestCodecRouteNotCallableFromTheWire(t *testing.T) {

@@ -105,6 +105,16 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 		ch.addSub(c)
 		c.subs[ch.uri] = ch
 	}
+	if len(chans) == 1 && chans[0].kind == chanChat {
+		if v.turns > 0 {
+			if c.tails == nil {
+				c.tails = map[string]bool{}
+			}
+			c.tails[uri] = true
+		} else {
+			delete(c.tails, uri)
+		}
+	}
 	return &snapshotOut{Resource: uri, State: st, FromSeq: h.seq}, nil
 }
 
@@ -207,6 +217,7 @@ func (h *Host) unsubscribe(c *conn, uri string) {
 			left = append(left, ch)
 		}
 	}
+	delete(c.tails, uri)
 	clientID := c.clientID
 	groups := groupsOf(left)
 	h.mu.Unlock()

@@ -757,30 +757,35 @@ func (c *Client) Reconnect(ctx context.Context) (ReconnectOutcome, error) {
 	}
 	lastSeen := c.serverSeq
 	c.mu.Unlock()
-	raw, err := c.call(ctx, "reconnect", map[string]any{
-		"clientId": c.clientID, "lastSeenServerSeq": lastSeen, "subscriptions": subs, "_meta": c.meta()})
 	var out ReconnectOutcome
-	if err == nil {
-		var res struct {
-			Type      string            `json:"type"`
-			Actions   []json.RawMessage `json:"actions"`
-			Missing   []string          `json:"missing"`
-			Snapshots []Snapshot        `json:"snapshots"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return out, fmt.Errorf("reconnect: the answer does not decode: %w: %s", err, raw)
-		}
-		out.Kind, out.Missing = res.Type, res.Missing
-		c.mu.Lock()
-		for _, a := range res.Actions {
-			c.applyEnvelopeLocked(a)
-		}
-		c.mu.Unlock()
-		for _, s := range res.Snapshots {
-			if err := c.install(s); err != nil {
-				return out, err
+	// The replay or the snapshots are applied on the reader, before the
+	// live actions that follow the answer on the wire (pendingCall).
+	_, err := c.callThen(ctx, "reconnect", map[string]any{
+		"clientId": c.clientID, "lastSeenServerSeq": lastSeen, "subscriptions": subs, "_meta": c.meta()},
+		func(raw json.RawMessage) error {
+			var res struct {
+				Type      string            `json:"type"`
+				Actions   []json.RawMessage `json:"actions"`
+				Missing   []string          `json:"missing"`
+				Snapshots []Snapshot        `json:"snapshots"`
 			}
-		}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("reconnect: the answer does not decode: %w: %s", err, raw)
+			}
+			out.Kind, out.Missing = res.Type, res.Missing
+			c.mu.Lock()
+			for _, a := range res.Actions {
+				c.applyEnvelopeLocked(a)
+			}
+			c.mu.Unlock()
+			for _, s := range res.Snapshots {
+				if err := c.install(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err == nil {
 		if err := c.ManagedSettingsPermissions(); err != nil {
 			return out, err
 		}
