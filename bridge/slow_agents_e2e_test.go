@@ -142,9 +142,10 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 
 // slowAgentsEnv gates the Gemini CLI and Codex tests, and VS Code's
 // model-backed scenarios (vscode_*_slow_test.go): two more real agents
-// and the scenarios' many agent sessions under -race do not fit in the two minutes `go test -race ./...`
-// may take on two cores beside the rest, so .ci/run runs them in a step of
-// their own with it set to 1, and checks that each scenario passed.
+// and the scenarios' many agent sessions under -race do not fit in the
+// two minutes `go test -race ./...` may take on two cores beside the
+// rest, so .ci/run runs them in a step of their own with it set to 1, and
+// checks that each scenario passed.
 const slowAgentsEnv = "AHP_BRIDGE_SLOW_AGENTS"
 
 // slowAgentTier skips the test unless slowAgentsEnv is 1.
