@@ -24,6 +24,7 @@ import (
 // call and its result as the client sees them, and the files on disk.
 func TestVSCodeFileOperations(t *testing.T) {
 	slowAgentTier(t)
+	t.Parallel()
 	rig := newVSSlowRig(t)
 
 	// workspace makes a folder with files (name → content; a name with

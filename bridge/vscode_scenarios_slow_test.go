@@ -293,3 +293,60 @@ func answerText(turn wire.Turn) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// createChat is VS Code's createChat of a peer chat id of session (its
+// name is VS Code's, ahp-chat://<id>/<base64url(session)>), then its
+// subscribe, as the multiChatSuite does before a turn. It returns the
+// chat.
+func (s *vsScenario) createChat(session, id string) string {
+	s.t.Helper()
+	chat := vsc.ChatURI(session, id)
+	_, err := s.c.Call(s.ctx(), "createChat", map[string]any{"channel": session, "chat": chat})
+	require.NoError(s.t, err, "createChat %s", chat)
+	_, err = s.c.Subscribe(s.ctx(), chat)
+	require.NoError(s.t, err)
+	return chat
+}
+
+// disposeChat is VS Code's disposeChat of a peer chat.
+func (s *vsScenario) disposeChat(chat string) {
+	s.t.Helper()
+	_, err := s.c.Call(s.ctx(), "disposeChat", map[string]any{"channel": chat})
+	require.NoError(s.t, err, "disposeChat %s", chat)
+}
+
+// completeTurn is turn, requiring that it completed.
+func (s *vsScenario) completeTurn(chat, prompt string) wire.Turn {
+	s.t.Helper()
+	turn, _ := s.turn(chat, prompt)
+	require.Equal(s.t, wire.TurnStateComplete, turn.State, "turn %q; tools: %s", prompt, toolSummary(turn))
+	return turn
+}
+
+// mainRequests are the requests of the agent's main conversation (those
+// offering tools) made for the turn that prompt started, in order.
+func (r *vsSlowRig) mainRequests(prompt string) []mockllm.Request {
+	var out []mockllm.Request
+	for _, req := range r.llm.Requests() {
+		if p, _ := currentTurn(req); len(req.Tools) > 0 && p == prompt {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// codeWord matches what the recall scripts look for in earlier user
+// messages.
+var codeWord = regexp.MustCompile(`code word ([A-Z_]+)`)
+
+// recall is a step answering with the code word an earlier user message
+// of the conversation the agent sent gave, as a model with that context
+// would; "no code word" when there is none.
+func recall() step {
+	return func(req mockllm.Request, _ []string) mockllm.Reply {
+		if m := codeWord.FindStringSubmatch(req.Text("user")); m != nil {
+			return mockllm.Reply{Text: m[1]}
+		}
+		return mockllm.Reply{Text: "no code word"}
+	}
+}
