@@ -16,13 +16,13 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/internal/mockllm"
 )
 
-// TestVSCodeFileOperations: VS Code's fileOperationsSuite against the
+// TestVSCodeFileOperationsClaude: VS Code's fileOperationsSuite against the
 // bridge with claude-agent-acp (docs/vscode-scenarios.md). Each scenario
 // makes a workspace, opens a session on it as VS Code does, runs one turn
 // whose model reads, writes or runs what VS Code's recorded exchange has
 // it do, and checks what VS Code checks: the answer, the completed tool
 // call and its result as the client sees them, and the files on disk.
-func TestVSCodeFileOperations(t *testing.T) {
+func TestVSCodeFileOperationsClaude(t *testing.T) {
 	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)

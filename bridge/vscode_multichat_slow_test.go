@@ -13,13 +13,13 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/internal/mockllm"
 )
 
-// TestVSCodeMultiChat: the model-backed scenarios of VS Code's
+// TestVSCodeMultiChatClaude: the model-backed scenarios of VS Code's
 // multiChatSuite against the bridge with claude-agent-acp
 // (docs/vscode-scenarios.md). A peer chat is an agent session of its own
 // in the session's working directory; the scenarios check that its tools
 // work there and that each chat's conversation with the model holds its
 // own turns and no other chat's.
-func TestVSCodeMultiChat(t *testing.T) {
+func TestVSCodeMultiChatClaude(t *testing.T) {
 	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)

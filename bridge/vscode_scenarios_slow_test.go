@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,11 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
 	"github.com/ahp-bridge/ahp-bridge/internal/mockllm"
 	vsc "github.com/ahp-bridge/ahp-bridge/internal/vscodeclient"
+	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // VS Code's end-to-end scenarios that need a model-backed agent
@@ -145,11 +148,17 @@ func fileText(result string) string {
 }
 
 // vsSlowRig is one bridge with one claude-agent-acp process behind it and
-// the scripted model, shared by a test's parallel subtests.
+// the scripted model, shared by a test's parallel subtests. A rig made by
+// newVSRestartRig keeps its sessions in a state file and can restart.
 type vsSlowRig struct {
 	env  *bridgetest.Env
 	llm  *mockllm.Server
 	book *promptBook
+
+	// For restarts: the agent's home (its transcripts), the state file
+	// and the store open on it.
+	home, state string
+	st          *store.SQLite
 }
 
 // claudeAgentACPAgent is the agent the scenarios run.
@@ -163,6 +172,41 @@ func newVSSlowRig(t *testing.T) *vsSlowRig {
 	p := claudeProvider(t, claudeAgentACPAgent, llm)
 	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{})
 	return &vsSlowRig{env: env, llm: llm, book: book}
+}
+
+// newVSRestartRig is newVSSlowRig with the sessions kept in a state file,
+// as `serve --state` keeps them, so that restart can stop the bridge and
+// its agent and start them again.
+func newVSRestartRig(t *testing.T) *vsSlowRig {
+	t.Helper()
+	book := newPromptBook()
+	llm := mockllm.Start(book.respond)
+	t.Cleanup(llm.Close)
+	r := &vsSlowRig{llm: llm, book: book, home: t.TempDir(), state: filepath.Join(t.TempDir(), "state.db")}
+	r.start(t)
+	return r
+}
+
+func (r *vsSlowRig) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), vsScenarioTimeout)
+	defer cancel()
+	st, err := store.Open(ctx, r.state, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p := claudeProviderIn(t, claudeAgentACPAgent, r.llm, r.home, nil)
+	r.st = st
+	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: host.Options{Store: st}})
+}
+
+// restart stops the bridge and its agent as `serve` does on its way out
+// and starts them again on the same state file and agent home. Windows
+// connected before must connect again (window).
+func (r *vsSlowRig) restart(t *testing.T) {
+	t.Helper()
+	r.env.Close()
+	require.NoError(t, r.st.Close())
+	r.start(t)
 }
 
 // vsScenario is one scenario's VS Code window on the shared rig.
@@ -187,9 +231,10 @@ func (r *vsSlowRig) window(t *testing.T) *vsScenario {
 
 func (s *vsScenario) ctx() context.Context { return bridgetest.Context(s.t, vsScenarioTimeout) }
 
-// session creates a session of the agent in dir as VS Code does and opens
-// its default chat; it returns the session and the chat.
-func (s *vsScenario) session(dir string) (session, chat string) {
+// session creates a session of the agent in dirs (the first is its
+// working directory) as VS Code does and opens its default chat; it
+// returns the session and the chat.
+func (s *vsScenario) session(dirs ...string) (session, chat string) {
 	s.t.Helper()
 	// VS Code's createSession, with the session config its new-session
 	// picker sets: the permission mode that asks before edits and
@@ -199,7 +244,7 @@ func (s *vsScenario) session(dir string) (session, chat string) {
 	_, err := s.c.Call(s.ctx(), "createSession", map[string]any{
 		"channel":            session,
 		"provider":           claudeAgentACPAgent.name,
-		"workingDirectories": []string{(&url.URL{Scheme: "file", Path: dir}).String()},
+		"workingDirectories": fileURIs(dirs),
 		"config":             map[string]any{"mode": "default"},
 		"progressToken":      client.NewUUID(),
 	})
@@ -294,14 +339,34 @@ func answerText(turn wire.Turn) string {
 	return strings.TrimSpace(b.String())
 }
 
+// fileURIs are dirs as the file URIs VS Code sends.
+func fileURIs(dirs []string) []string {
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		out[i] = (&url.URL{Scheme: "file", Path: d}).String()
+	}
+	return out
+}
+
 // createChat is VS Code's createChat of a peer chat id of session (its
 // name is VS Code's, ahp-chat://<id>/<base64url(session)>), then its
 // subscribe, as the multiChatSuite does before a turn. It returns the
 // chat.
 func (s *vsScenario) createChat(session, id string) string {
 	s.t.Helper()
+	return s.createChatIn(session, id)
+}
+
+// createChatIn is createChat with the peer's working directories chosen
+// among the session's (none: the session's).
+func (s *vsScenario) createChatIn(session, id string, dirs ...string) string {
+	s.t.Helper()
 	chat := vsc.ChatURI(session, id)
-	_, err := s.c.Call(s.ctx(), "createChat", map[string]any{"channel": session, "chat": chat})
+	params := map[string]any{"channel": session, "chat": chat}
+	if len(dirs) > 0 {
+		params["workingDirectories"] = fileURIs(dirs)
+	}
+	_, err := s.c.Call(s.ctx(), "createChat", params)
 	require.NoError(s.t, err, "createChat %s", chat)
 	_, err = s.c.Subscribe(s.ctx(), chat)
 	require.NoError(s.t, err)
