@@ -129,11 +129,11 @@ func TestVSCodeSessionPersistenceClaude(t *testing.T) {
 		dir := t.TempDir()
 		s := rig.window(t)
 		session, chat := s.session(dir)
-		require.NoError(t, s.c.Rename(chat, "Kept Across Restarts"))
-		require.NoError(t, s.c.WaitFor(s.ctx(), "the new title", func() bool {
-			st, _ := s.c.Session(session)
-			return st.Title == "Kept Across Restarts"
-		}))
+		// VS Code's suite renames the session first and checks the title
+		// after the restart too; TestVSCodeEndToEnd checks that with the
+		// scripted agent. claude-agent-acp may title the session from its
+		// first prompt over a rename (docs/vscode-scenarios.md), so the
+		// title is left out here.
 		before, after := "Keep the code word LANTERN_REBOOT in mind and answer ready.", "After the restart: which code word did I give you?"
 		rig.book.add(t, before, sayText("ready"))
 		rig.book.add(t, after, recall())
@@ -145,7 +145,6 @@ func TestVSCodeSessionPersistenceClaude(t *testing.T) {
 		chat, err := s.c.OpenSession(s.ctx(), session)
 		require.NoError(t, err)
 		st, _ := s.c.Session(session)
-		assert.Equal(t, "Kept Across Restarts", st.Title)
 		assert.Equal(t, fileURIs([]string{dir}), st.WorkingDirectories)
 		cs, _ := s.c.Chat(chat)
 		var messages []string
