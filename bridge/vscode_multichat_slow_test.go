@@ -110,19 +110,29 @@ func TestVSCodeMultiChatClaude(t *testing.T) {
 		s, _, chat, dir := peer(t, map[string]string{"peer-edit.txt": "PEER_BEFORE"}, "peer")
 		path := filepath.Join(dir, "peer-edit.txt")
 		prompt := "From the peer chat, change peer-edit.txt to read PEER_AFTER."
+		// As VS Code's recorded model does: check that the file is there
+		// with the shell, read it (the Write tool refuses to overwrite a
+		// file it has not read), then write it whole.
 		rig.book.add(t, prompt,
-			use("Reading it first.", "Read", map[string]any{"file_path": path}),
+			bash("test -f "+path+" && echo PRESENT || echo ABSENT"),
 			func(req mockllm.Request, r []string) mockllm.Reply {
-				if !strings.Contains(r[0], "PEER_BEFORE") {
-					return mockllm.Reply{Text: "the read returned " + r[0]}
+				if !strings.Contains(r[0], "PRESENT") {
+					return mockllm.Reply{Text: "the check returned " + r[0]}
 				}
-				return use("", "Edit", map[string]any{"file_path": path, "old_string": "PEER_BEFORE", "new_string": "PEER_AFTER"})(req, r)
+				return use("", "Read", map[string]any{"file_path": path})(req, r)
+			},
+			func(req mockllm.Request, r []string) mockllm.Reply {
+				if !strings.Contains(r[1], "PEER_BEFORE") {
+					return mockllm.Reply{Text: "the read returned " + r[1]}
+				}
+				return use("", "Write", map[string]any{"file_path": path, "content": "PEER_AFTER"})(req, r)
 			},
 			sayText("edited"))
 		turn := s.completeTurn(chat, prompt)
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "PEER_AFTER", string(b), "tools: %s", toolSummary(turn))
+		assert.Len(t, completedTools(t, turn), 3, "the check, the read and the write")
 	})
 	t.Run("peer chat creates a file in a nested directory", func(t *testing.T) {
 		t.Parallel()
