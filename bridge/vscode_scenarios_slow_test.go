@@ -33,7 +33,10 @@ import (
 // from the tool's result. The scripts are ours; the mock's answers are
 // computed from what the tools returned, so a tool result that does not
 // reach the model fails the scenario. The bridge is driven over the wire
-// by the VS Code-dialect client (internal/vscodeclient) only.
+// by the VS Code-dialect client (internal/vscodeclient) only. Each test
+// shares one agent process among its parallel scenarios; they run only
+// with AHP_BRIDGE_SLOW_AGENTS=1 (slowAgentTier), in .ci/run's step of
+// their own.
 
 // vsScenarioTimeout bounds one wait of a scenario; the agent starts a CLI
 // process for each session, which is slow on a loaded two-core machine.
