@@ -64,7 +64,7 @@ func TestReconnectAfterARestart(t *testing.T) {
 			o.mustCall("disposeSession", map[string]any{"channel": gone.uri}, nil)
 			o.close()
 
-			hs, st = restart(t, hs, st, path, Options{})
+			hs, _ = restart(t, hs, st, path, Options{})
 			x = hs.dial(t, "vscode")
 			var res reconnectResult
 			x.mustCall("reconnect", map[string]any{"clientId": "vscode", "lastSeenServerSeq": last,
