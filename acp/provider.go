@@ -92,6 +92,11 @@ type Config struct {
 	// earlier run (backend.ProviderInfo.ProbeModels).
 	ProbeModels bool
 
+	// ListAgentSessions lets the bridge start the agent only to list its
+	// own sessions (backend.AgentSessions.ListsWithoutRunning); without it
+	// they are listed only while the agent runs anyway.
+	ListAgentSessions bool
+
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports
 	// its models.
