@@ -36,16 +36,16 @@ func sessionCaps(c sdk.AgentCapabilities) backend.SessionCaps {
 	}
 }
 
-// SessionCaps returns what the agent advertised when it last started; it
-// never starts the agent.
-func (p *Provider) SessionCaps() (backend.SessionCaps, bool) {
+// SessionCaps returns what the agent advertised when it last started, and
+// whether it runs; it never starts the agent.
+func (p *Provider) SessionCaps() (caps backend.SessionCaps, known, running bool) {
 	p.mu.Lock()
 	a := p.proc
 	p.mu.Unlock()
 	if a == nil {
-		return backend.SessionCaps{}, false
+		return backend.SessionCaps{}, false, false
 	}
-	return sessionCaps(a.caps), true
+	return sessionCaps(a.caps), true, !a.isExited()
 }
 
 // ListsWithoutRunning reports the provider's listAgentSessions setting.

@@ -46,8 +46,8 @@ func TestAgentSessions(t *testing.T) {
 			"SCRIPTAGENT_AGENT_SESSIONS=list,fork,delete,additionalDirectories", "SCRIPTAGENT_LOG="+logFile)
 		c.ListAgentSessions = true
 	})
-	_, known := p.SessionCaps()
-	assert.False(t, known, "no capabilities before the agent ran")
+	_, known, running := p.SessionCaps()
+	assert.False(t, known || running, "no capabilities before the agent ran")
 	assert.True(t, p.ListsWithoutRunning())
 
 	other := t.TempDir()
@@ -63,8 +63,8 @@ func TestAgentSessions(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, prompt(t, s, text).err)
 	}
-	caps, known := p.SessionCaps()
-	require.True(t, known)
+	caps, known, running := p.SessionCaps()
+	require.True(t, known && running)
 	assert.Equal(t, backend.SessionCaps{List: true, Load: true, Resume: true, Fork: true, Close: true, Delete: true, AdditionalDirectories: true}, caps)
 	news := agentLog(t, logFile, "session/new")
 	require.Len(t, news, 3)

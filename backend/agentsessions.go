@@ -41,9 +41,10 @@ type AgentSessionPage struct {
 // AgentSessions is implemented by a Provider whose agent may keep sessions
 // of its own.
 type AgentSessions interface {
-	// SessionCaps returns what the agent advertised when it last started,
-	// and false when it has not been started yet: it never starts it.
-	SessionCaps() (SessionCaps, bool)
+	// SessionCaps returns what the agent advertised when it last started
+	// (known is false when it has not been started yet), and whether it
+	// runs now. It never starts the agent.
+	SessionCaps() (caps SessionCaps, known, running bool)
 	// ListAgentSessions returns one page of the agent's sessions, those in
 	// cwd when it is not "", from cursor ("" for the first page). It
 	// starts the agent when it is not running; it fails when the agent

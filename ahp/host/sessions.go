@@ -514,7 +514,7 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 		h.listSessionsStored(r, p)
 		return
 	}
-	items := h.summaries()
+	items, extMore := h.withExternal(h.summaries(), p) // external.go
 	if p.Cursor != nil {
 		cur, ok := decodeListCursor(*p.Cursor)
 		if !ok {
@@ -538,6 +538,8 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 		if int64(len(items)) > *p.Limit {
 			res.Items = items[:*p.Limit]
 			res.NextCursor = wire.Ptr(encodeListCursor(res.Items[len(res.Items)-1]))
+		} else if extMore && len(items) > 0 {
+			res.NextCursor = wire.Ptr(encodeListCursor(items[len(items)-1]))
 		}
 	}
 	h.reply(r, res, nil)

@@ -1,0 +1,243 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/acp"
+	"github.com/ahp-bridge/ahp-bridge/ahp/client"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host"
+	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/backend"
+	"github.com/ahp-bridge/ahp-bridge/bridge"
+	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	"github.com/ahp-bridge/ahp-bridge/store"
+)
+
+// These tests check the agent's own sessions through the bridge (issue
+// 29): the scripted agent keeps sessions "made in a terminal" in its state
+// directory (SCRIPTAGENT_STATE_DIR), lists them with session/list
+// (SCRIPTAGENT_AGENT_SESSIONS, pages of SCRIPTAGENT_LIST_PAGE) and logs
+// every request it receives (SCRIPTAGENT_LOG); each test checks what the
+// client saw against what the agent got.
+
+// agentSessionsRig is a bridge on a state file over the scripted agent
+// holding three sessions of its own: ext-a and ext-b in cwd (ext-a the
+// newest), ext-c in other.
+type agentSessionsRig struct {
+	t          *testing.T
+	agentDir   string
+	cwd, other string
+	env        *bridgetest.Env
+	c          *client.Client
+}
+
+func newAgentSessionsRig(t *testing.T, sessions, caps string, refresh time.Duration) *agentSessionsRig {
+	dir := t.TempDir()
+	r := &agentSessionsRig{t: t, agentDir: filepath.Join(dir, "agent"), cwd: acpProjectDir(t), other: t.TempDir()}
+	require.NoError(t, os.Mkdir(r.agentDir, 0o700))
+	base := time.Now().Add(-time.Hour)
+	r.agentSession("ext-a", r.cwd, "Fix the parser", base.Add(3*time.Minute), "hello there")
+	r.agentSession("ext-b", r.cwd, "", base.Add(2*time.Minute), "older")
+	r.agentSession("ext-c", r.other, "Elsewhere", base.Add(time.Minute), "far")
+
+	ctx, cancel := context.WithTimeout(t.Context(), acpTimeout)
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(dir, "state.db"), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p := acpScriptProvider(t, func(c *acp.Config) {
+		c.Env = []string{"SCRIPTAGENT_SESSIONS=" + sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir,
+			"SCRIPTAGENT_AGENT_SESSIONS=" + caps, "SCRIPTAGENT_LIST_PAGE=2", "SCRIPTAGENT_LOG=" + r.log()}
+		c.ListAgentSessions = true
+	})
+	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: host.Options{Store: st}, ListRefresh: refresh})
+	r.c = r.env.Client(t)
+	return r
+}
+
+// agentSession writes one of the agent's own sessions, as a terminal
+// session of the agent would have left it.
+func (r *agentSessionsRig) agentSession(id, cwd, title string, at time.Time, prompts ...string) {
+	b, err := json.Marshal(map[string]any{"id": id, "cwd": cwd, "title": title, "prompts": prompts})
+	require.NoError(r.t, err)
+	f := filepath.Join(r.agentDir, id+".json")
+	require.NoError(r.t, os.WriteFile(f, b, 0o600))
+	require.NoError(r.t, os.Chtimes(f, at, at))
+}
+
+func (r *agentSessionsRig) log() string { return filepath.Join(r.agentDir, "received.log") }
+
+// requests are the params of each request of method the agent received.
+func (r *agentSessionsRig) requests(method string) []map[string]any {
+	var out []map[string]any
+	for _, raw := range agentLog(r.t, r.log(), method) {
+		var m map[string]any
+		require.NoError(r.t, json.Unmarshal(raw, &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+// list is one listSessions call with the given params.
+func (r *agentSessionsRig) list(params wire.ListSessionsParams) wire.ListSessionsResult {
+	params.Channel = client.RootChannel
+	var res wire.ListSessionsResult
+	require.NoError(r.t, r.c.Call(bridgetest.Context(r.t, acpTimeout), wire.MethodListSessions, params, &res))
+	return res
+}
+
+func resources(items []wire.SessionSummary) []string {
+	out := []string{}
+	for _, s := range items {
+		out = append(out, s.Resource)
+	}
+	return out
+}
+
+// TestAgentSessionsListed: listSessions shows the agent's own sessions,
+// marked as the agent's, named <provider>:/<id>, with title, working
+// directory and time; the agent's list is paged as the client pages,
+// filtered by the client's working directory, and asked again only once
+// the refresh interval passed.
+func TestAgentSessionsListed(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "list", time.Hour)
+	first := r.list(wire.ListSessionsParams{Limit: wire.Ptr(int64(10))})
+	assert.Equal(t, []string{"script:/ext-a", "script:/ext-b"}, resources(first.Items), "the agent's first page")
+	require.NotNil(t, first.NextCursor, "the agent has more")
+	a := first.Items[0]
+	assert.Equal(t, "Fix the parser", a.Title)
+	assert.Equal(t, "script", a.Provider)
+	assert.Equal(t, []string{fileURI(r.cwd)}, a.WorkingDirectories)
+	assert.Equal(t, true, a.Meta[bridge.AgentSessionMeta])
+	assert.Equal(t, "ext-a", a.Meta[bridge.AgentSessionIDMeta])
+	assert.Equal(t, "Script ext-b", first.Items[1].Title, "the agent's title")
+	assert.Greater(t, a.ModifiedAt, first.Items[1].ModifiedAt)
+
+	second := r.list(wire.ListSessionsParams{Limit: wire.Ptr(int64(10)), Cursor: first.NextCursor})
+	assert.Equal(t, []string{"script:/ext-c"}, resources(second.Items), "the agent's next page, as the client pages")
+	assert.Nil(t, second.NextCursor)
+
+	filtered := r.list(wire.ListSessionsParams{Meta: map[string]any{"workingDirectory": fileURI(r.other)}})
+	assert.Equal(t, []string{"script:/ext-c"}, resources(filtered.Items))
+
+	// Within the refresh interval the agent is not asked again.
+	r.agentSession("ext-d", r.cwd, "New in the terminal", time.Now(), "new")
+	again := r.list(wire.ListSessionsParams{})
+	assert.Equal(t, []string{"script:/ext-a", "script:/ext-b", "script:/ext-c"}, resources(again.Items))
+	assert.Equal(t, []map[string]any{{}, {"cursor": "off:2"}, {"cwd": r.other}}, r.requests("session/list"))
+}
+
+// TestAgentSessionsRefreshed: once the refresh interval passed, the next
+// listSessions asks the agent again, and a session made meanwhile shows.
+func TestAgentSessionsRefreshed(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "list", time.Nanosecond)
+	assert.Equal(t, []string{"script:/ext-a", "script:/ext-b"}, resources(r.list(wire.ListSessionsParams{}).Items))
+	r.agentSession("ext-d", r.cwd, "New in the terminal", time.Now(), "new")
+	assert.Equal(t, []string{"script:/ext-d", "script:/ext-a"}, resources(r.list(wire.ListSessionsParams{}).Items))
+	assert.GreaterOrEqual(t, len(r.requests("session/list")), 2)
+}
+
+// waitChat waits until the chat's state satisfies cond.
+func (r *agentSessionsRig) waitChat(chat, what string, cond func(*wire.ChatState) bool) *wire.ChatState {
+	r.t.Helper()
+	deadline := time.Now().Add(acpTimeout)
+	for {
+		st, err := r.c.Chat(chat)
+		if err == nil && cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s; chat: %+v", what, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// open subscribes to one of the agent's sessions and its default chat.
+func (r *agentSessionsRig) open(session string) string {
+	ctx := bridgetest.Context(r.t, acpTimeout)
+	snap, err := r.c.Subscribe(ctx, session)
+	require.NoError(r.t, err)
+	require.Equal(r.t, session, snap.Resource)
+	chat := wire.DefaultChatURI(session)
+	_, err = r.c.Subscribe(ctx, chat)
+	require.NoError(r.t, err)
+	return chat
+}
+
+// TestAgentSessionOpenedByLoad: subscribing to one of the agent's sessions
+// opens it with session/load; its replayed conversation becomes the chat's
+// turns, the conversation goes on with the agent remembering it, and the
+// session is an ordinary one of the bridge's (no longer marked the
+// agent's). Disposing it closes the agent's session.
+func TestAgentSessionOpenedByLoad(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "list", time.Hour)
+	require.Len(t, r.list(wire.ListSessionsParams{}).Items, 2, "a client that does not page sees the agent's first page")
+	chat := r.open("script:/ext-a")
+	st := r.waitChat(chat, "the replayed turn", func(st *wire.ChatState) bool { return len(st.Turns) == 1 })
+	assert.Equal(t, "hello there", st.Turns[0].Message.Text)
+	assert.Equal(t, wire.TurnStateComplete, st.Turns[0].State)
+	assert.Equal(t, "replayed: hello there", acpTurnText(st.Turns[0].ResponseParts))
+	loads := r.requests("session/load")
+	require.Len(t, loads, 1)
+	assert.Equal(t, "ext-a", loads[0]["sessionId"])
+	assert.Equal(t, r.cwd, loads[0]["cwd"])
+	assert.Empty(t, r.requests("session/resume"))
+
+	id := bridgetest.StartTurn(t, r.c, chat, "recall")
+	turn := bridgetest.WaitTurnEnd(t, r.c, chat, id, acpTimeout)
+	assert.Equal(t, "recall: hello there", acpTurnText(turn.ResponseParts), "the agent remembers its session")
+	assert.Empty(t, acpPartsOf[wire.SystemNotificationResponsePart](turn.ResponseParts))
+	agentID, ok := r.env.Host.AgentSessionID(chat)
+	require.True(t, ok)
+	assert.Equal(t, "ext-a", agentID, "recorded, so that a restart continues it")
+
+	items := r.list(wire.ListSessionsParams{}).Items
+	require.Equal(t, []string{"script:/ext-a", "script:/ext-b"}, resources(items))
+	assert.Nil(t, items[0].Meta[bridge.AgentSessionMeta], "an opened session is the bridge's")
+
+	require.NoError(t, r.c.DisposeSession(bridgetest.Context(t, acpTimeout), "script:/ext-a"))
+	require.Eventually(t, func() bool { return len(r.requests("session/close")) == 1 }, acpTimeout, 20*time.Millisecond)
+	assert.Equal(t, "ext-a", r.requests("session/close")[0]["sessionId"], "a released session closes the agent's")
+}
+
+// TestAgentSessionOpenedByResume: an agent that cannot load continues its
+// session with session/resume: the chat starts without turns, and its
+// first turn says that the earlier turns live in the agent.
+func TestAgentSessionOpenedByResume(t *testing.T) {
+	r := newAgentSessionsRig(t, "resume", "list", time.Hour)
+	require.Len(t, r.list(wire.ListSessionsParams{}).Items, 2)
+	chat := r.open("script:/ext-b")
+	require.Eventually(t, func() bool { return len(r.requests("session/resume")) == 1 }, acpTimeout, 20*time.Millisecond)
+	assert.Equal(t, "ext-b", r.requests("session/resume")[0]["sessionId"])
+	st, err := r.c.Chat(chat)
+	require.NoError(t, err)
+	assert.Empty(t, st.Turns)
+
+	id := bridgetest.StartTurn(t, r.c, chat, "recall")
+	turn := bridgetest.WaitTurnEnd(t, r.c, chat, id, acpTimeout)
+	assert.Equal(t, "recall: older", acpTurnText(turn.ResponseParts))
+	notices := acpPartsOf[wire.SystemNotificationResponsePart](turn.ResponseParts)
+	require.Len(t, notices, 1)
+	assert.Contains(t, notices[0].Content.Text, "earlier turns")
+	assert.Empty(t, r.requests("session/load"))
+}
+
+// TestAgentSessionsNotListedWithoutTheCapability: an agent that does not
+// advertise session/list shows nothing of its own, and is never asked.
+func TestAgentSessionsNotListedWithoutTheCapability(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "", time.Nanosecond)
+	session := bridgetest.CreateSession(t, r.c, "script", r.cwd) // the agent runs
+	assert.Equal(t, []string{session}, resources(r.list(wire.ListSessionsParams{}).Items))
+	assert.Empty(t, r.requests("session/list"))
+	_, err := r.c.Subscribe(bridgetest.Context(t, acpTimeout), "script:/ext-a")
+	assert.Error(t, err, "not one of the bridge's sessions")
+}
