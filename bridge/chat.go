@@ -115,9 +115,9 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 		Cwd:        c.cwd,
 		Model:      c.model,
 		Resume:     c.resumeID(),
-		Import:     c.restored != nil && c.restored.imported, // external.go
-		Roots:      c.sess.roots(c.cwd),                      // mcp.go
-		McpServers: c.sess.mcp.servers(),                     // mcp.go
+		Import:     c.imported(),
+		Roots:      c.sess.roots(c.cwd),  // mcp.go
+		McpServers: c.sess.mcp.servers(), // mcp.go
 	}, backend.SinkFunc(c.Event))
 	var authErr *backend.AuthRequiredError
 	if errors.As(err, &authErr) && c.isDefault && ctx.Err() == nil {

@@ -359,3 +359,7 @@ func capsKey(p backend.Provider) string {
 	c := agentCapabilities(p)
 	return fmt.Sprintf("|fork=%v|dirs=%v", c.MultipleChats.Fork != nil, c.MultipleWorkingDirectories != nil)
 }
+
+// imported reports whether the chat opens one of the agent's own sessions
+// (SessionOptions.Import).
+func (c *chat) imported() bool { return c.restored != nil && c.restored.imported }
