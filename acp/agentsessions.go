@@ -45,7 +45,11 @@ func (p *Provider) SessionCaps() (caps backend.SessionCaps, known, running bool)
 	if a == nil {
 		return backend.SessionCaps{}, false, false
 	}
-	return sessionCaps(a.caps), true, !a.isExited()
+	caps = sessionCaps(a.caps)
+	if p.cfg.HideAgentSessions {
+		caps.List = false
+	}
+	return caps, true, !a.isExited()
 }
 
 // ListsWithoutRunning reports the provider's listAgentSessions setting.

@@ -145,3 +145,17 @@ func TestAgentSessionsNotAdvertised(t *testing.T) {
 	assert.Empty(t, agentLog(t, logFile, "session/list"))
 	assert.Empty(t, agentLog(t, logFile, "session/delete"))
 }
+
+// TestAgentSessionsHidden: a provider configured never to list them
+// reports no list, whatever the agent advertised.
+func TestAgentSessionsHidden(t *testing.T) {
+	p := scriptProvider(t, func(c *Config) {
+		c.Env = append(c.Env, "SCRIPTAGENT_AGENT_SESSIONS=list,delete")
+		c.HideAgentSessions = true
+	})
+	openSession(t, p)
+	caps, known, _ := p.SessionCaps()
+	require.True(t, known)
+	assert.False(t, caps.List)
+	assert.True(t, caps.Delete)
+}

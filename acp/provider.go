@@ -96,6 +96,9 @@ type Config struct {
 	// own sessions (backend.AgentSessions.ListsWithoutRunning); without it
 	// they are listed only while the agent runs anyway.
 	ListAgentSessions bool
+	// HideAgentSessions never lists the agent's own sessions: SessionCaps
+	// reports no list, whatever the agent advertised.
+	HideAgentSessions bool
 
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports
