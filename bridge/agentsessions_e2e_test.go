@@ -241,3 +241,103 @@ func TestAgentSessionsNotListedWithoutTheCapability(t *testing.T) {
 	_, err := r.c.Subscribe(bridgetest.Context(t, acpTimeout), "script:/ext-a")
 	assert.Error(t, err, "not one of the bridge's sessions")
 }
+
+// agentInfo is the scripted provider's entry in the root state.
+func (r *agentSessionsRig) agentInfo() wire.AgentInfo {
+	root, err := r.c.Root()
+	require.NoError(r.t, err)
+	for _, a := range root.Agents {
+		if a.Provider == "script" {
+			return a
+		}
+	}
+	r.t.Fatal("no script agent in the root state")
+	return wire.AgentInfo{}
+}
+
+// TestAgentSessionForkAndDirectories: an agent that can fork has
+// multipleChats.fork advertised once it ran; createChat with a fork source
+// at the chat's latest turn forks the agent's session (session/fork) into
+// a chat that starts with the copied turns and whose agent remembers them;
+// a fork at an earlier turn is refused. A session with several working
+// directories passes the others as additionalDirectories.
+func TestAgentSessionForkAndDirectories(t *testing.T) {
+	r := newAgentSessionsRig(t, "both", "fork,additionalDirectories", time.Hour)
+	session := bridgetest.CreateSession(t, r.c, "script", r.cwd)
+	chat := wire.DefaultChatURI(session)
+	first := bridgetest.StartTurn(t, r.c, chat, "echo first")
+	bridgetest.WaitTurnEnd(t, r.c, chat, first, acpTimeout)
+	second := bridgetest.StartTurn(t, r.c, chat, "echo second")
+	bridgetest.WaitTurnEnd(t, r.c, chat, second, acpTimeout)
+	require.Eventually(t, func() bool {
+		caps := r.agentInfo().Capabilities
+		return caps != nil && caps.MultipleChats != nil && caps.MultipleChats.Fork != nil && *caps.MultipleChats.Fork
+	}, acpTimeout, 20*time.Millisecond, "multipleChats.fork advertised once the agent said it can")
+	assert.NotNil(t, r.agentInfo().Capabilities.MultipleWorkingDirectories)
+
+	ctx := bridgetest.Context(t, acpTimeout)
+	early := wire.ChatURI(session, "early")
+	err := r.c.CreateChat(ctx, wire.CreateChatParams{Channel: session, Chat: early,
+		Source: &wire.ChatSource{Value: &wire.ForkChatSource{Kind: wire.ChatSourceKindFork, Chat: chat, TurnID: first}}})
+	require.Error(t, err, "the agent forks the whole conversation: not at an earlier turn")
+	assert.Contains(t, err.Error(), "latest completed turn")
+
+	fork := wire.ChatURI(session, "fork1")
+	require.NoError(t, r.c.CreateChat(ctx, wire.CreateChatParams{Channel: session, Chat: fork,
+		Source: &wire.ChatSource{Value: &wire.ForkChatSource{Kind: wire.ChatSourceKindFork, Chat: chat, TurnID: second}}}))
+	_, err = r.c.Subscribe(ctx, fork)
+	require.NoError(t, err)
+	st, err := r.c.Chat(fork)
+	require.NoError(t, err)
+	require.Len(t, st.Turns, 2, "the fork starts with the source's turns")
+	assert.Equal(t, "echo second", st.Turns[1].Message.Text)
+	require.NotNil(t, st.Origin)
+	origin, ok := st.Origin.Value.(*wire.ChatOriginFork)
+	require.True(t, ok, "origin %+v", st.Origin.Value)
+	assert.Equal(t, chat, origin.Chat)
+	assert.Equal(t, second, origin.TurnID)
+
+	id := bridgetest.StartTurn(t, r.c, fork, "recall")
+	turn := bridgetest.WaitTurnEnd(t, r.c, fork, id, acpTimeout)
+	assert.Equal(t, "recall: echo first | echo second", acpTurnText(turn.ResponseParts), "the forked agent session remembers")
+	forks := r.requests("session/fork")
+	require.Len(t, forks, 1)
+	assert.Equal(t, "sess-1", forks[0]["sessionId"])
+	assert.Equal(t, r.cwd, forks[0]["cwd"])
+	agentID, ok := r.env.Host.AgentSessionID(fork)
+	require.True(t, ok)
+	assert.Equal(t, "sess-2", agentID, "the fork's own agent session is recorded")
+
+	// Several working directories: the others reach the agent.
+	extra := t.TempDir()
+	many := bridgetest.CreateSessionWith(t, r.c, wire.CreateSessionParams{Provider: wire.Ptr("script"),
+		WorkingDirectories: []string{fileURI(r.cwd), fileURI(extra)}})
+	st2, err := r.c.Session(many)
+	require.NoError(t, err)
+	assert.Len(t, st2.WorkingDirectories, 2)
+	news := r.requests("session/new")
+	require.Len(t, news, 2)
+	assert.Nil(t, news[0]["additionalDirectories"], "one directory: none more")
+	assert.Equal(t, r.cwd, news[1]["cwd"])
+	assert.Equal(t, []any{extra}, news[1]["additionalDirectories"])
+}
+
+// TestAgentSessionForkNotAdvertised: an agent that cannot fork has no
+// multipleChats.fork, and createChat with a fork source is refused without
+// asking it.
+func TestAgentSessionForkNotAdvertised(t *testing.T) {
+	r := newAgentSessionsRig(t, "both", "", time.Hour)
+	session := bridgetest.CreateSession(t, r.c, "script", r.cwd)
+	chat := wire.DefaultChatURI(session)
+	first := bridgetest.StartTurn(t, r.c, chat, "echo first")
+	bridgetest.WaitTurnEnd(t, r.c, chat, first, acpTimeout)
+	caps := r.agentInfo().Capabilities
+	require.NotNil(t, caps)
+	assert.Nil(t, caps.MultipleChats.Fork)
+	assert.Nil(t, caps.MultipleWorkingDirectories)
+	err := r.c.CreateChat(bridgetest.Context(t, acpTimeout), wire.CreateChatParams{Channel: session, Chat: wire.ChatURI(session, "f"),
+		Source: &wire.ChatSource{Value: &wire.ForkChatSource{Kind: wire.ChatSourceKindFork, Chat: chat, TurnID: first}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot fork")
+	assert.Empty(t, r.requests("session/fork"))
+}

@@ -323,6 +323,7 @@ func (b *Bridge) CreateChat(ctx context.Context, sessionURI, chatURI string, par
 		}
 	})
 	c := newChat(s, chatURI, cwd, false)
+	b.noteFork(chatURI, params) // external.go
 	if !b.add(s, c) {
 		return
 	}

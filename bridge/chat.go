@@ -116,6 +116,7 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 		Model:      c.model,
 		Resume:     c.resumeID(),
 		Import:     c.imported(),
+		Fork:       c.forkSource(),
 		Roots:      c.sess.roots(c.cwd),  // mcp.go
 		McpServers: c.sess.mcp.servers(), // mcp.go
 	}, backend.SinkFunc(c.Event))

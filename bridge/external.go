@@ -62,6 +62,9 @@ type externals struct {
 	held map[listingKey]bool
 	// importing are the sessions OpenExternal described, until restored.
 	importing map[string]bool
+	// agentOf is the agent session behind each chat, by chat URI; forks
+	// the agent session a new chat forks, until it opens.
+	agentOf, forks map[string]string
 }
 
 // listingKey names a provider's list for a working directory ("" all), or
@@ -82,19 +85,51 @@ func (e *externals) init() {
 		e.listings = map[listingKey]*listing{}
 		e.held = map[listingKey]bool{}
 		e.importing = map[string]bool{}
+		e.agentOf = map[string]string{}
+		e.forks = map[string]string{}
 	}
 }
 
-// noteAgentSession records that a chat of the bridge talks to the agent
-// session id of provider: the agent's list no longer shows it.
-func (b *Bridge) noteAgentSession(provider, id string) {
+// noteAgentSession records that chat c talks to the agent session id: the
+// agent's list no longer shows it, and a fork of the chat forks it.
+func (b *Bridge) noteAgentSession(c *chat, id string) {
 	if id == "" {
 		return
 	}
 	b.ext.mu.Lock()
 	b.ext.init()
-	b.ext.held[listingKey{provider, id}] = true
+	b.ext.held[listingKey{c.sess.providerID, id}] = true
+	b.ext.agentOf[c.uri] = id
 	b.ext.mu.Unlock()
+}
+
+// noteFork records the agent session a new chat forks (createChat with a
+// fork source, which the host accepted only where the agent can fork): the
+// source chat's, as it last reported it or as it was restored with.
+func (b *Bridge) noteFork(chatURI string, params wire.CreateChatParams) {
+	if params.Source == nil {
+		return
+	}
+	src, ok := params.Source.Value.(*wire.ForkChatSource)
+	if !ok {
+		return
+	}
+	from := ""
+	if c := b.chat(src.Chat); c != nil && c.restored != nil {
+		from = c.restored.agentID
+	}
+	b.ext.mu.Lock()
+	defer b.ext.mu.Unlock()
+	b.ext.init()
+	b.ext.forks[chatURI] = cmp.Or(b.ext.agentOf[src.Chat], from)
+}
+
+// forkSource is the agent session the chat forks when it opens, "" for
+// none (SessionOptions.Fork).
+func (c *chat) forkSource() string {
+	c.b.ext.mu.Lock()
+	defer c.b.ext.mu.Unlock()
+	return c.b.ext.forks[c.uri]
 }
 
 // listAtStart fetches the first page of the agents' lists of the

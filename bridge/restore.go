@@ -162,7 +162,7 @@ func (c *chat) attachedLocked(e backend.Attached) {
 		}
 	}
 	c.log.Debug().Str("agent_session", e.ID).Str("how", string(e.How)).Msg("agent session attached")
-	c.b.noteAgentSession(c.sess.providerID, e.ID) // external.go
+	c.b.noteAgentSession(c, e.ID) // external.go
 	if e.How == backend.AttachResumed && c.restored != nil && c.restored.imported {
 		c.notices = append(c.notices, resumedNotice)
 		if c.turnOpenLocked() {

@@ -395,8 +395,9 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 	if caps := agent.Capabilities; caps == nil || caps.MultipleChats == nil {
 		return nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider)
 	}
-	if p.Source != nil {
-		return nil, Errorf(CodeInvalidParams, "invalid params for createChat: the %s agent cannot fork chats or start side chats (its multipleChats capability offers neither)", sess.session.Provider)
+	fork, ferr := h.forkSourceLocked(sess, agent, p) // fork.go
+	if ferr != nil {
+		return nil, ferr
 	}
 	for _, d := range p.WorkingDirectories {
 		if !slices.Contains(sess.session.WorkingDirectories, d) {
@@ -416,9 +417,9 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 		Title:              "",
 		Status:             wire.SessionStatusIdle,
 		ModifiedAt:         reducer.FormatTime(h.opts.Clock()),
-		Origin:             &wire.ChatOrigin{Value: &wire.ChatOriginUser{Kind: wire.ChatOriginKindUser}},
+		Origin:             fork.chatOrigin(),
 		WorkingDirectories: slices.Clone(p.WorkingDirectories),
-		Turns:              []wire.Turn{},
+		Turns:              fork.chatTurns(),
 	})
 	h.channels[p.Chat] = chat
 	h.mu.Unlock()
