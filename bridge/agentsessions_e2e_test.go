@@ -37,9 +37,16 @@ type agentSessionsRig struct {
 	cwd, other string
 	env        *bridgetest.Env
 	c          *client.Client
+	st         *store.SQLite // nil in memory
 }
 
 func newAgentSessionsRig(t *testing.T, sessions, caps string, refresh time.Duration) *agentSessionsRig {
+	return newAgentSessionsRigOn(t, sessions, caps, refresh, true)
+}
+
+// newAgentSessionsRigOn is newAgentSessionsRig with a state file or
+// without (withStore false: --state none).
+func newAgentSessionsRigOn(t *testing.T, sessions, caps string, refresh time.Duration, withStore bool) *agentSessionsRig {
 	dir := t.TempDir()
 	r := &agentSessionsRig{t: t, agentDir: filepath.Join(dir, "agent"), cwd: acpProjectDir(t), other: t.TempDir()}
 	require.NoError(t, os.Mkdir(r.agentDir, 0o700))
@@ -48,17 +55,22 @@ func newAgentSessionsRig(t *testing.T, sessions, caps string, refresh time.Durat
 	r.agentSession("ext-b", r.cwd, "", base.Add(2*time.Minute), "older")
 	r.agentSession("ext-c", r.other, "Elsewhere", base.Add(time.Minute), "far")
 
-	ctx, cancel := context.WithTimeout(t.Context(), acpTimeout)
-	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(dir, "state.db"), store.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	var hopts host.Options
+	if withStore {
+		ctx, cancel := context.WithTimeout(t.Context(), acpTimeout)
+		defer cancel()
+		st, err := store.Open(ctx, filepath.Join(dir, "state.db"), store.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		hopts.Store = st
+		r.st = st
+	}
 	p := acpScriptProvider(t, func(c *acp.Config) {
 		c.Env = []string{"SCRIPTAGENT_SESSIONS=" + sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir,
 			"SCRIPTAGENT_AGENT_SESSIONS=" + caps, "SCRIPTAGENT_LIST_PAGE=2", "SCRIPTAGENT_LOG=" + r.log()}
 		c.ListAgentSessions = true
 	})
-	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: host.Options{Store: st}, ListRefresh: refresh})
+	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: hopts, ListRefresh: refresh})
 	r.c = r.env.Client(t)
 	return r
 }
@@ -108,7 +120,15 @@ func resources(items []wire.SessionSummary) []string {
 // filtered by the client's working directory, and asked again only once
 // the refresh interval passed.
 func TestAgentSessionsListed(t *testing.T) {
-	r := newAgentSessionsRig(t, "load", "list", time.Hour)
+	for _, withStore := range []bool{true, false} {
+		t.Run(map[bool]string{true: "state-file", false: "in-memory"}[withStore], func(t *testing.T) {
+			testAgentSessionsListed(t, withStore)
+		})
+	}
+}
+
+func testAgentSessionsListed(t *testing.T, withStore bool) {
+	r := newAgentSessionsRigOn(t, "load", "list", time.Hour, withStore)
 	first := r.list(wire.ListSessionsParams{Limit: wire.Ptr(int64(10))})
 	assert.Equal(t, []string{"script:/ext-a", "script:/ext-b"}, resources(first.Items), "the agent's first page")
 	require.NotNil(t, first.NextCursor, "the agent has more")
@@ -179,7 +199,15 @@ func (r *agentSessionsRig) open(session string) string {
 // session is an ordinary one of the bridge's (no longer marked the
 // agent's). Disposing it closes the agent's session.
 func TestAgentSessionOpenedByLoad(t *testing.T) {
-	r := newAgentSessionsRig(t, "load", "list", time.Hour)
+	for _, withStore := range []bool{true, false} {
+		t.Run(map[bool]string{true: "state-file", false: "in-memory"}[withStore], func(t *testing.T) {
+			testAgentSessionOpenedByLoad(t, withStore)
+		})
+	}
+}
+
+func testAgentSessionOpenedByLoad(t *testing.T, withStore bool) {
+	r := newAgentSessionsRigOn(t, "load", "list", time.Hour, withStore)
 	require.Len(t, r.list(wire.ListSessionsParams{}).Items, 2, "a client that does not page sees the agent's first page")
 	chat := r.open("script:/ext-a")
 	st := r.waitChat(chat, "the replayed turn", func(st *wire.ChatState) bool { return len(st.Turns) == 1 })
@@ -199,6 +227,13 @@ func TestAgentSessionOpenedByLoad(t *testing.T) {
 	agentID, ok := r.env.Host.AgentSessionID(chat)
 	require.True(t, ok)
 	assert.Equal(t, "ext-a", agentID, "recorded, so that a restart continues it")
+	if withStore {
+		rec, err := r.st.GetSession(bridgetest.Context(t, acpTimeout), "script:/ext-a")
+		require.NoError(t, err, "kept in the state file like the bridge's own sessions")
+		require.Len(t, rec.Chats, 1)
+		assert.Equal(t, "ext-a", rec.Chats[0].ACPSessionID)
+		assert.Equal(t, 2, rec.Chats[0].Turns, "the replayed turn and the new one")
+	}
 
 	items := r.list(wire.ListSessionsParams{}).Items
 	require.Equal(t, []string{"script:/ext-a", "script:/ext-b"}, resources(items))

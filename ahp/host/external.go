@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
@@ -67,9 +68,16 @@ type externalState struct {
 	// mu serialises making external sessions the host's own.
 	mu sync.Mutex
 	// stored are the external URIs found in the state store (a session
-	// opened before the restart, not loaded yet); guarded by mu.
+	// opened before the restart, not loaded yet); absent says when each
+	// URI the store did not hold was looked up. Guarded by mu.
 	stored map[string]bool
+	absent map[string]time.Time
 }
+
+// absentFor is how long a URI the state store did not hold is taken to be
+// absent before the store is asked again (another bridge on the file may
+// have opened it meanwhile): an agent's list can hold a thousand sessions.
+const absentFor = 30 * time.Second
 
 // withExternal adds to live (the host's summaries, sorted) the external
 // sessions it does not hold, in the same order; more says a client that
@@ -112,14 +120,24 @@ func (h *Host) inStore(uri string) bool {
 	}
 	h.ext.mu.Lock()
 	known := h.ext.stored[uri]
+	at, absent := h.ext.absent[uri]
 	h.ext.mu.Unlock()
 	if known {
 		return true
+	}
+	if absent && time.Since(at) < absentFor {
+		return false
 	}
 	ctx, cancel := storeCtx()
 	defer cancel()
 	_, err := h.ds.st.GetSession(ctx, uri)
 	if errors.Is(err, store.ErrNotFound) {
+		h.ext.mu.Lock()
+		if h.ext.absent == nil {
+			h.ext.absent = map[string]time.Time{}
+		}
+		h.ext.absent[uri] = time.Now()
+		h.ext.mu.Unlock()
 		return false
 	}
 	if err != nil {
