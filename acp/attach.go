@@ -70,6 +70,12 @@ func (s *session) attach(ctx context.Context, prev string) error {
 			}
 			s.log.Info().Str("acp_session", prev).Str("method", method).Msg("agent session re-attached")
 			s.attached(how, "")
+			if s.opts.Import {
+				// The replayed history is the chat's before its first turn.
+				if err := s.queue.flush(ctx); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
