@@ -38,6 +38,8 @@ type agentSessionsRig struct {
 	env        *bridgetest.Env
 	c          *client.Client
 	st         *store.SQLite // nil in memory
+	// start runs the bridge (again, after restart stopped it).
+	start func()
 }
 
 func newAgentSessionsRig(t *testing.T, sessions, caps string, refresh time.Duration) *agentSessionsRig {
@@ -55,24 +57,37 @@ func newAgentSessionsRigOn(t *testing.T, sessions, caps string, refresh time.Dur
 	r.agentSession("ext-b", r.cwd, "", base.Add(2*time.Minute), "older")
 	r.agentSession("ext-c", r.other, "Elsewhere", base.Add(time.Minute), "far")
 
-	var hopts host.Options
-	if withStore {
-		ctx, cancel := context.WithTimeout(t.Context(), acpTimeout)
-		defer cancel()
-		st, err := store.Open(ctx, filepath.Join(dir, "state.db"), store.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		hopts.Store = st
-		r.st = st
+	r.start = func() {
+		var hopts host.Options
+		if withStore {
+			ctx, cancel := context.WithTimeout(t.Context(), acpTimeout)
+			defer cancel()
+			st, err := store.Open(ctx, filepath.Join(dir, "state.db"), store.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			hopts.Store = st
+			r.st = st
+		}
+		p := acpScriptProvider(t, func(c *acp.Config) {
+			c.Env = []string{"SCRIPTAGENT_SESSIONS=" + sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir,
+				"SCRIPTAGENT_AGENT_SESSIONS=" + caps, "SCRIPTAGENT_LIST_PAGE=2", "SCRIPTAGENT_LOG=" + r.log()}
+			c.ListAgentSessions = true
+		})
+		r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: hopts, ListRefresh: refresh})
+		r.c = r.env.Client(t)
 	}
-	p := acpScriptProvider(t, func(c *acp.Config) {
-		c.Env = []string{"SCRIPTAGENT_SESSIONS=" + sessions, "SCRIPTAGENT_STATE_DIR=" + r.agentDir,
-			"SCRIPTAGENT_AGENT_SESSIONS=" + caps, "SCRIPTAGENT_LIST_PAGE=2", "SCRIPTAGENT_LOG=" + r.log()}
-		c.ListAgentSessions = true
-	})
-	r.env = bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{Host: hopts, ListRefresh: refresh})
-	r.c = r.env.Client(t)
+	r.start()
 	return r
+}
+
+// restart stops the bridge and its agent and starts them again.
+func (r *agentSessionsRig) restart() {
+	_ = r.c.Close()
+	r.env.Close()
+	if r.st != nil {
+		require.NoError(r.t, r.st.Close())
+	}
+	r.start()
 }
 
 // agentSession writes one of the agent's own sessions, as a terminal
@@ -375,4 +390,47 @@ func TestAgentSessionForkNotAdvertised(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cannot fork")
 	assert.Empty(t, r.requests("session/fork"))
+}
+
+// TestAgentSessionsBridgeOwnAfterRestart: the agent's session behind a
+// session the bridge made is not listed as the agent's while the bridge
+// holds it, and, after a restart, no longer once a client named that
+// session; a session opened from the agent's list comes back after a
+// restart as the bridge's, with its history.
+func TestAgentSessionsBridgeOwnAfterRestart(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "list", time.Nanosecond)
+	session := bridgetest.CreateSession(t, r.c, "script", r.cwd)
+	id := bridgetest.StartTurn(t, r.c, session, "echo mine")
+	bridgetest.WaitTurnEnd(t, r.c, session, id, acpTimeout)
+	chat := r.open("script:/ext-a")
+	r.waitChat(chat, "the replayed turn", func(st *wire.ChatState) bool { return len(st.Turns) == 1 })
+	listed := func() []string { // every page
+		var out []string
+		p := wire.ListSessionsParams{Limit: wire.Ptr(int64(10))}
+		for {
+			res := r.list(p)
+			for _, it := range res.Items {
+				if it.Meta[bridge.AgentSessionMeta] == true {
+					out = append(out, it.Resource)
+				}
+			}
+			if res.NextCursor == nil {
+				return out
+			}
+			p.Cursor = res.NextCursor
+		}
+	}
+	assert.Equal(t, []string{"script:/ext-b", "script:/ext-c"}, listed(), "sess-1 (the bridge's) and ext-a (opened) are the bridge's")
+
+	r.restart()
+	assert.Contains(t, listed(), "script:/sess-1", "a stored session the bridge has not loaded: the known gap")
+	_, err := r.c.Subscribe(bridgetest.Context(t, acpTimeout), session)
+	require.NoError(t, err)
+	assert.NotContains(t, listed(), "script:/sess-1", "loaded again: the bridge's")
+	assert.NotContains(t, listed(), "script:/ext-a", "the opened one is stored as the bridge's")
+	r.open("script:/ext-a")
+	st, err := r.c.Chat(chat)
+	require.NoError(t, err)
+	require.Len(t, st.Turns, 1, "its history came back from the state file")
+	assert.Equal(t, "replayed: hello there", acpTurnText(st.Turns[0].ResponseParts))
 }

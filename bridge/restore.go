@@ -70,6 +70,7 @@ func (b *Bridge) RestoreSession(ctx context.Context, rs host.RestoredSession) {
 			c.model = rc.Model.ID
 		}
 		c.restored = &restoredChat{agentID: rc.AgentSessionID, settings: settings, imported: imported && rc.Default}
+		b.noteAgentSession(c, rc.AgentSessionID) // external.go: not the agent's to list
 		if !b.add(s, c) {
 			return
 		}
