@@ -27,7 +27,9 @@
 //     which drops the checkpoint and its pieces.
 //   - serverSeq is not written per action: SeqReserve keeps a stored
 //     high-water mark a block ahead of the values handed out, and after a
-//     restart the host continues above it. Its documentation states the rule.
+//     restart the host continues above it. Bridges sharing the file each
+//     reserve blocks of their own (SeqBlocks), so they never hand out the
+//     same value. Its documentation states the rule.
 //
 // # Reading back
 //
@@ -40,18 +42,29 @@
 //
 // # The file
 //
-// Open creates the file 0600 in a 0700 directory (DefaultPath says where),
-// and locks it with an OS lock on a sidecar file, state.db.lock, holding the
-// owner's pid: a second bridge on the same file fails with a *LockedError
-// naming the file and that pid. A file that is not a database, or was
-// written by a newer ahp-bridge, is moved to state.db.corrupt-<UTC time>
+// Open creates the file 0600 in a 0700 directory (DefaultPath says where).
+// Any number of bridges may have it open at once (each editor window runs
+// its own `serve --stdio`): every write is one transaction that takes
+// SQLite's write lock at BEGIN and waits for it up to the busy timeout, and
+// nothing read from the file is kept in memory across calls that another
+// process's writes could make stale (the serverSeq reserve keeps only the
+// blocks it reserved for itself). A session is driven by one
+// bridge at a time, the one holding it (Claim, holders.go); a holder that
+// exited, cleanly or not, is taken over. A change counter that every
+// catalogue write raises (ChangeCount) lets the others notice new sessions
+// and turns by reading one row.
+//
+// A file that is not a database is moved to state.db.corrupt-<UTC time>
 // (with its -wal and -shm) and reported by SQLite.MovedAside; the bridge
-// starts empty. Schema changes are forward migrations, one transaction each.
+// starts empty. A file written by a newer ahp-bridge is refused untouched,
+// since that bridge may be running on it. Schema changes are forward
+// migrations, one transaction each, which bridges opening a new file at
+// once run exactly once.
 //
 // A failing write (a full disk, say) returns an error and leaves the store
 // as it was; the next write that succeeds needs no repair. Store.Health
 // tells the host whether writes are failing right now.
 //
 // EachSession, Show and Export serve the `ahp-bridge sessions` subcommand;
-// Options.ReadOnly lets it read a file a running bridge holds.
+// Options.ReadOnly lets it read a file running bridges use.
 package store

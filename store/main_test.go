@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 func runHelper(role, path string) int {
 	var err error
 	switch role {
-	case "hold-lock":
-		err = holdLockHelper(path)
+	case "hold":
+		err = holdHelper(path)
 	case "crash":
 		err = crashHelper(path) // returns only on failure: success kills the process
 	default:

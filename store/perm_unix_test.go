@@ -25,7 +25,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 		return fi.Mode().Perm()
 	}
 	assert.Equal(t, fs.FileMode(0o700), mode(filepath.Dir(path)))
-	for _, p := range []string{path, path + "-wal", path + "-shm", path + ".lock"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		assert.Equal(t, fs.FileMode(0o600), mode(p), p)
 	}
 }

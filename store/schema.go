@@ -23,6 +23,7 @@ var migrations = []migration{
 	{name: "checkpoint texts appended rather than rewritten", sql: schemaV2},
 	{name: "a long completed turn stored in chunks", sql: schemaV3},
 	{name: "clients' dialects and subscriptions, and the models each provider offered", sql: schemaV4},
+	{name: "bridges holding sessions, and the catalogue's change counter", sql: schemaV5},
 }
 
 // schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
@@ -136,6 +137,44 @@ CREATE TABLE provider_models (
 );
 `
 
+// schemaV5 lets several bridges share one file (issue 25). holders says
+// which bridge drives each session: a row per held session, naming the
+// bridge process (pid and start time, which together survive pid reuse; the
+// host it runs on, since a pid means nothing elsewhere; the ws:// address it
+// listens on, for the messages of the bridges it refuses), its instance (a
+// random id per open store, so that two stores in one process are two
+// holders) and its heartbeat. changes is one counter that every write to the
+// session catalogue or its turns raises, in the same transaction, so that
+// the other bridges notice a change by reading one row; removed_sessions
+// says which sessions a change deleted.
+const schemaV5 = `
+CREATE TABLE holders (
+	session_uri  TEXT    PRIMARY KEY,
+	instance     TEXT    NOT NULL,
+	pid          INTEGER NOT NULL,
+	started      INTEGER NOT NULL, -- the process's start time as the OS counts it; 0 if unknown
+	host         TEXT    NOT NULL, -- the machine's name, for messages
+	machine      TEXT    NOT NULL, -- the pid space: host name and pid namespace
+	address      TEXT    NOT NULL, -- ws://HOST:PORT, or empty for a stdio-only bridge
+	heartbeat_ns INTEGER NOT NULL
+);
+CREATE INDEX holders_by_instance ON holders (instance);
+
+CREATE TABLE changes (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	n  INTEGER NOT NULL
+);
+INSERT INTO changes (id, n) VALUES (1, 0);
+
+-- A session deleted, at change n, so that the other bridges can tell their
+-- clients it is gone; kept a day.
+CREATE TABLE removed_sessions (
+	n           INTEGER PRIMARY KEY,
+	session_uri TEXT    NOT NULL,
+	removed_ns  INTEGER NOT NULL
+);
+`
+
 // versionTable records the schema version; it exists before migration 1 so
 // that an empty file reads as version 0.
 const versionTable = `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`
@@ -215,15 +254,18 @@ func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error
 	if _, err := db.ExecContext(ctx, versionTable); err != nil {
 		return fmt.Errorf("creating the schema version table in %s: %w", path, err)
 	}
+	// Several bridges may open a new file at once: each step checks the
+	// version again inside its transaction, so that a step another process
+	// ran meanwhile is skipped rather than run twice.
 	for v := have + 1; v <= len(ms); v++ {
-		if err := migrateStep(ctx, db, v, ms[v-1]); err != nil {
+		if err := migrateStep(ctx, db, path, v, ms[v-1]); err != nil {
 			return fmt.Errorf("migrating %s from schema version %d to %d (%s): %w", path, v-1, v, ms[v-1].name, err)
 		}
 	}
 	return nil
 }
 
-func migrateStep(ctx context.Context, db *sql.DB, v int, m migration) (err error) {
+func migrateStep(ctx context.Context, db *sql.DB, path string, v int, m migration) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -233,6 +275,15 @@ func migrateStep(ctx context.Context, db *sql.DB, v int, m migration) (err error
 			err = errors.Join(err, tx.Rollback())
 		}
 	}()
+	// The writer's transactions take the write lock at BEGIN, so nobody
+	// else can migrate between this read and the commit.
+	have, err := schemaVersion(ctx, tx, path)
+	if err != nil {
+		return err
+	}
+	if have >= v {
+		return tx.Rollback()
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}

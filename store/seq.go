@@ -17,6 +17,20 @@ const DefaultSeqBlock = 1 << 16
 // per action.
 const seqRetryAfter = time.Second
 
+// SeqBlocks is implemented by a store that reserves serverSeq values in
+// blocks, each one transaction that reads and raises the stored high-water
+// mark, so that bridges sharing the store never reserve the same value.
+// *SQLite implements it; SeqReserve uses it when its store does.
+type SeqBlocks interface {
+	// ReserveSeqBlock raises the stored high-water mark by n and returns
+	// the new mark: the block (mark-n, mark] is the caller's alone.
+	ReserveSeqBlock(ctx context.Context, n int64) (mark int64, err error)
+}
+
+// seqBlock is a block of serverSeq values reserved by this reserve alone;
+// hi is 0 for none.
+type seqBlock struct{ lo, hi int64 }
+
 // SeqReserve keeps the stored serverSeq high-water mark ahead of the values
 // the host hands out, so that after a restart, crash included, serverSeq
 // continues above every value a client can have seen, without a write per
@@ -36,8 +50,18 @@ const seqRetryAfter = time.Second
 //     that write finished (block/2 actions during one small transaction).
 //
 // Cover is meant to be called under the host's sequencer lock.
+//
+// Several bridges share a store: over a store that implements SeqBlocks,
+// each reservation is a block of values no other bridge gets (read and
+// raised in one transaction), and Next hands out the values of this
+// reserve's blocks only, jumping to its next block when one runs out. So
+// two bridges never hand out the same serverSeq, and every value handed
+// out is still at most the stored mark: a bridge started later, or
+// restarted, begins above all of them.
 type SeqReserve struct {
 	st         Store
+	blocks     SeqBlocks // nil: the store reserves no blocks; Next is Cover(prev+1)
+	cur, next  seqBlock  // the block Next hands out from, and the one reserved after it
 	block      int64
 	start      int64
 	retryAfter time.Duration // seqRetryAfter; tests shorten it
@@ -64,6 +88,18 @@ func NewSeqReserve(ctx context.Context, st Store, block int64) (*SeqReserve, err
 	if block <= 1 {
 		block = DefaultSeqBlock
 	}
+	if sb, ok := st.(SeqBlocks); ok {
+		// The first block is reserved now, since Start is in it; it is
+		// one value larger, Start itself, which is never handed out.
+		mark, err := sb.ReserveSeqBlock(ctx, block+1)
+		if err != nil {
+			return nil, fmt.Errorf("starting the serverSeq reserve: %w", err)
+		}
+		bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		lo := mark - block
+		return &SeqReserve{st: st, blocks: sb, cur: seqBlock{lo: lo, hi: mark}, block: block, start: lo,
+			retryAfter: seqRetryAfter, covered: mark, highest: lo, ctx: bg, cancel: cancel, writes: 1}, nil
+	}
 	h, err := st.SeqHighWater(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("starting the serverSeq reserve: %w", err)
@@ -74,6 +110,55 @@ func NewSeqReserve(ctx context.Context, st Store, block int64) (*SeqReserve, err
 	r.startLocked()
 	r.mu.Unlock()
 	return r, nil
+}
+
+// Next returns the serverSeq to hand out after prev, once it is covered:
+// prev+1 while that is in this reserve's current block, else the first
+// value of its next block (reserved in the background half a block
+// ahead, so Next waits only when a whole half block went out during one
+// small transaction). Over a store without SeqBlocks it is prev+1 after
+// Cover(prev+1). While writes fail it returns prev+1 with Cover's error,
+// once a second at most, and the host keeps serving from memory.
+func (r *SeqReserve) Next(prev int64) (int64, error) {
+	if r.blocks == nil {
+		v := prev + 1
+		return v, r.Cover(v)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := prev + 1
+	for {
+		if r.closed {
+			return v, fmt.Errorf("covering serverSeq %d: %w", v, ErrClosed)
+		}
+		if v < r.cur.lo {
+			v = r.cur.lo
+		}
+		if v <= r.cur.hi {
+			r.highest = max(r.highest, v)
+			if r.cur.hi-v <= r.block/2 && r.next.hi == 0 && r.inflight == nil && r.retryDueLocked() {
+				r.startLocked()
+			}
+			return v, nil
+		}
+		if r.next.hi != 0 {
+			r.cur, r.next = r.next, seqBlock{}
+			continue
+		}
+		if r.inflight == nil {
+			if !r.retryDueLocked() {
+				return v, r.uncoveredLocked(v)
+			}
+			r.startLocked()
+		}
+		ch := r.inflight
+		r.mu.Unlock()
+		<-ch
+		r.mu.Lock()
+		if r.next.hi == 0 && r.lastErr != nil && !r.closed {
+			return v, r.uncoveredLocked(v)
+		}
+	}
 }
 
 // Start is the value to set the serverSeq counter to at start: above every
@@ -134,12 +219,25 @@ func (r *SeqReserve) startLocked() {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		err := r.st.RaiseSeqHighWater(r.ctx, target)
+		var err error
+		if r.blocks != nil {
+			// A block of its own, wherever the mark is now: other
+			// bridges may have raised it.
+			var mark int64
+			if mark, err = r.blocks.ReserveSeqBlock(r.ctx, r.block); err == nil {
+				target = mark
+			}
+		} else {
+			err = r.st.RaiseSeqHighWater(r.ctx, target)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.writes++
 		if err == nil {
 			r.covered = max(r.covered, target)
+			if r.blocks != nil {
+				r.next = seqBlock{lo: target - r.block + 1, hi: target}
+			}
 			r.lastErr = nil
 		} else {
 			r.lastErr = err

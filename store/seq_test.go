@@ -100,6 +100,13 @@ func (f *flakyStore) RaiseSeqHighWater(ctx context.Context, v int64) error {
 	return f.SQLite.RaiseSeqHighWater(ctx, v)
 }
 
+func (f *flakyStore) ReserveSeqBlock(ctx context.Context, n int64) (int64, error) {
+	if f.fail.Load() {
+		return 0, errors.New("no space left on device (injected)")
+	}
+	return f.SQLite.ReserveSeqBlock(ctx, n)
+}
+
 // While the mark cannot be stored, Cover says so and lets the host serve
 // from memory, without a write attempt per action; once writes succeed
 // again, values are covered again.
@@ -149,4 +156,91 @@ func TestSeqReserveClosed(t *testing.T) {
 	require.NoError(t, r.Close())
 	assert.ErrorIs(t, r.Cover(r.Start()+1), ErrClosed)
 	require.NoError(t, r.Close())
+}
+
+// Two bridges on one file hand out serverSeq values from blocks of their
+// own: never the same value, each strictly increasing, all at most the
+// stored mark; a bridge started afterwards begins above all of them.
+func TestSeqReserveBridgesNeverClash(t *testing.T) {
+	ctx := context.Background()
+	path := testPath(t)
+	const each = 300
+	got := make([][]int64, 2)
+	var wg sync.WaitGroup
+	for i := range got {
+		s := openTest(t, path, Options{})
+		r, err := NewSeqReserve(ctx, s, 8)
+		require.NoError(t, err)
+		wg.Go(func() {
+			defer r.Close()
+			v := r.Start()
+			for range each {
+				var err error
+				if v, err = r.Next(v); err != nil {
+					t.Error(err)
+					return
+				}
+				got[i] = append(got[i], v)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int64]int{}
+	var highest int64
+	for i, vs := range got {
+		require.Len(t, vs, each)
+		for k, v := range vs {
+			if k > 0 {
+				require.Greater(t, v, vs[k-1], "bridge %d: strictly increasing", i)
+			}
+			if j, dup := seen[v]; dup {
+				t.Fatalf("serverSeq %d handed out by bridges %d and %d", v, j, i)
+			}
+			seen[v] = i
+			highest = max(highest, v)
+		}
+	}
+	s := openTest(t, path, Options{})
+	hw, err := s.SeqHighWater(ctx)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, hw, highest, "every value handed out is covered")
+	r, err := NewSeqReserve(ctx, s, 8)
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Greater(t, r.Start(), highest)
+}
+
+// Next waits for nothing within a block and jumps to the next block,
+// reserved ahead, when one runs out.
+func TestSeqReserveNextJumpsBlocks(t *testing.T) {
+	ctx := context.Background()
+	path := testPath(t)
+	s := openTest(t, path, Options{})
+	other := openTest(t, path, Options{})
+	r, err := NewSeqReserve(ctx, s, 8)
+	require.NoError(t, err)
+	defer r.Close()
+	v := r.Start()
+	for range 8 {
+		v, err = r.Next(v)
+		require.NoError(t, err)
+	}
+	require.Equal(t, r.Start()+8, v, "the first block, in order")
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.next.hi != 0
+	}, 5*time.Second, time.Millisecond, "the next block is reserved ahead, in the background")
+	// Another bridge reserves meanwhile; this one's next block was
+	// reserved ahead, half a block before the end, so it is below.
+	theirs, err := other.ReserveSeqBlock(ctx, 100)
+	require.NoError(t, err)
+	v, err = r.Next(v)
+	require.NoError(t, err)
+	assert.Equal(t, r.Start()+9, v, "the block reserved ahead follows on")
+	for range 8 {
+		v, err = r.Next(v)
+		require.NoError(t, err)
+	}
+	assert.Greater(t, v, theirs, "past the other bridge's block, not into it")
 }

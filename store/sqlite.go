@@ -30,17 +30,22 @@ const (
 // Options tunes Open. The zero value is what the bridge uses.
 type Options struct {
 	// ReadOnly opens an existing file for inspection, for example by
-	// `ahp-bridge sessions list` while a bridge is running: no lock is taken
-	// and nothing is migrated, moved or written (writes fail with
-	// ErrReadOnly).
+	// `ahp-bridge sessions list` while bridges are running: nothing is
+	// migrated, moved or written (writes fail with ErrReadOnly).
 	ReadOnly bool
 	// BusyTimeout bounds how long a statement waits for SQLite's own locks,
-	// which other connections (readers, an inspector, a checkpoint) hold
-	// only briefly; zero means 5 s.
+	// which other connections (readers, an inspector, a checkpoint, the
+	// other bridges' writers) hold only for one transaction; zero means
+	// 5 s. A write that waits longer fails like any other (Health).
 	BusyTimeout time.Duration
 	// Readers bounds the connections serving reads; zero means 4. Each holds
 	// its own page cache of at most 2 MiB.
 	Readers int
+	// HolderStale is how old another holder's heartbeat must be before
+	// its sessions may be taken over, where its process cannot be checked
+	// directly (see Claim); zero means 5 s. Heartbeat is how often this
+	// store refreshes its own holds; zero means 1 s.
+	HolderStale, Heartbeat time.Duration
 
 	// now names the corrupt-<time> file; nil means time.Now.
 	now func() time.Time
@@ -64,6 +69,12 @@ func (o Options) withDefaults() Options {
 	if o.Readers <= 0 {
 		o.Readers = 4
 	}
+	if o.HolderStale <= 0 {
+		o.HolderStale = defaultHolderStale
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = defaultHeartbeat
+	}
 	if o.now == nil {
 		o.now = time.Now
 	}
@@ -83,21 +94,28 @@ func (o Options) withDefaults() Options {
 }
 
 // SQLite is the Store kept in one SQLite file, through the pure-Go driver
-// modernc.org/sqlite (no cgo). Every write goes through a single connection,
-// so writers queue in Go instead of spinning on SQLite's busy handler; reads
-// use a small pool of their own, which WAL lets run beside the writer.
+// modernc.org/sqlite (no cgo). Every write of this store goes through a
+// single connection, so its writers queue in Go instead of spinning on
+// SQLite's busy handler, which only the other processes' writers (other
+// bridges on the file) make them wait in; reads use a small pool of their
+// own, which WAL lets run beside the writers.
 type SQLite struct {
 	path     string
 	readOnly bool
 	w        *sql.DB // one connection; nil when read-only
 	r        *sql.DB
-	lock     *fileLock
 	moved    *MovedAside
 	closed   atomic.Bool
 	closeMu  sync.Mutex
 
 	healthMu sync.Mutex
 	health   Health
+
+	// hold is this store's side of sharing the file with other bridges
+	// (holders.go); nil when read-only, which judges holders with
+	// holderStale.
+	hold        *holding
+	holderStale time.Duration
 
 	ws writeStmts
 	rs readStmts
@@ -122,13 +140,18 @@ const walCheckpointDelay = time.Second
 var _ Store = (*SQLite)(nil)
 
 // Open opens the state file at path, creating it (0600) and its directory
-// (0700) if needed, and takes the file's lock: a second Open of the same file,
-// from this process or another, fails with a *LockedError until Close.
+// (0700) if needed.
 //
-// A file that is not a valid database, or whose schema is newer than this
-// code knows, is moved aside (see MovedAside) and an empty store is opened in
-// its place; if it cannot be moved, Open fails and says so. A valid SQLite
-// database that ahp-bridge did not write is refused untouched.
+// Any number of stores, in this process or others, may have the file open
+// at once: SQLite's WAL mode lets them read beside one writer, every write
+// is one transaction that takes the write lock at BEGIN and waits for it up
+// to Options.BusyTimeout, and which bridge drives a session is settled by
+// Claim (holders.go).
+//
+// A file that is not a valid database is moved aside (see MovedAside) and an
+// empty store is opened in its place; if it cannot be moved, Open fails and
+// says so. A file whose schema is newer than this code knows, and a valid
+// SQLite database that ahp-bridge did not write, are refused untouched.
 func Open(ctx context.Context, path string, opt Options) (*SQLite, error) {
 	if path == "" {
 		return nil, errors.New("opening the state store: no file named")
@@ -145,19 +168,7 @@ func Open(ctx context.Context, path string, opt Options) (*SQLite, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory %s: %w", dir, err)
 	}
-	lk, err := acquireLock(abs)
-	if err != nil {
-		return nil, err
-	}
-	s, err := openLocked(ctx, abs, opt)
-	if err != nil {
-		// The lock file is only ours to release; a failure to do so changes
-		// nothing for the caller, whose error is the one that matters.
-		_ = lk.release()
-		return nil, err
-	}
-	s.lock = lk
-	return s, nil
+	return openWriteable(ctx, abs, opt)
 }
 
 // Path is the state file's absolute path.
@@ -166,7 +177,7 @@ func (s *SQLite) Path() string { return s.path }
 // MovedAside reports the unusable file Open moved out of the way, or nil.
 func (s *SQLite) MovedAside() *MovedAside { return s.moved }
 
-func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) {
+func openWriteable(ctx context.Context, path string, opt Options) (*SQLite, error) {
 	w, err := openWriter(ctx, path, opt)
 	var moved *MovedAside
 	if err != nil {
@@ -196,9 +207,14 @@ func openLocked(ctx context.Context, path string, opt Options) (*SQLite, error) 
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.closeDBs())
 	}
+	if s.hold, err = newHolding(opt); err != nil {
+		return nil, errors.Join(err, s.closeDBs())
+	}
+	s.holderStale = opt.HolderStale
 	walCtx, cancel := context.WithCancel(context.Background())
 	s.walCancel = cancel
 	go s.runWALCheckpoints(walCtx)
+	go s.runHeartbeat()
 	return s, nil
 }
 
@@ -250,7 +266,7 @@ func openReadOnly(ctx context.Context, path string, opt Options) (*SQLite, error
 		// moved aside.
 		return nil, errors.Join(fmt.Errorf("opening the state file %s for reading: %w", path, err), r.Close())
 	}
-	s := &SQLite{path: path, readOnly: true, r: r}
+	s := &SQLite{path: path, readOnly: true, r: r, holderStale: opt.HolderStale}
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.closeDBs())
 	}
@@ -397,7 +413,11 @@ func classifyOpenError(path string, err error) error {
 	}
 	var tooNew *schemaTooNewError
 	if errors.As(err, &tooNew) {
-		return &unusableFileError{reason: tooNew}
+		// Not moved aside: the newer ahp-bridge that wrote it may be
+		// running on it right now (bridges share the file), and moving it
+		// would hide the user's history from both.
+		return fmt.Errorf("state file %s: %w; another, newer ahp-bridge may be using it: run that version, or name another file with --state",
+			path, tooNew)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -525,7 +545,7 @@ func (s *SQLite) note(err error) error {
 		s.health.Failing = false
 		return nil
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly) ||
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrHeld) || errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -586,7 +606,7 @@ func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // PutSession implements Store.
 func (s *SQLite) PutSession(ctx context.Context, sess Session, chats ...Chat) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeCatalogue(ctx, func(tx *sql.Tx) error {
 		if err := putSession(ctx, tx, s.ws.upsertSession, sess); err != nil {
 			return err
 		}
@@ -627,7 +647,7 @@ func putChat(ctx context.Context, tx *sql.Tx, st *sql.Stmt, c Chat) error {
 
 // PutChat implements Store.
 func (s *SQLite) PutChat(ctx context.Context, c Chat) error {
-	err := s.write(ctx, func(tx *sql.Tx) error { return putChat(ctx, tx, s.ws.upsertChat, c) })
+	err := s.writeCatalogue(ctx, func(tx *sql.Tx) error { return putChat(ctx, tx, s.ws.upsertChat, c) })
 	if err != nil {
 		return fmt.Errorf("storing %w", err)
 	}
@@ -636,7 +656,7 @@ func (s *SQLite) PutChat(ctx context.Context, c Chat) error {
 
 // AppendTurn implements Store.
 func (s *SQLite) AppendTurn(ctx context.Context, c TurnCommit) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeCatalogue(ctx, func(tx *sql.Tx) error {
 		if c.Session != nil {
 			if err := putSession(ctx, tx, s.ws.upsertSession, *c.Session); err != nil {
 				return fmt.Errorf("session %s: %w", c.Session.URI, err)
@@ -805,7 +825,10 @@ func (s *SQLite) readTurnChunks(ctx context.Context, tx *sql.Tx, chatURI string,
 
 // DeleteSession implements Store.
 func (s *SQLite) DeleteSession(ctx context.Context, uri string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeCatalogue(ctx, func(tx *sql.Tx) error {
+		if err := s.heldElsewhere(ctx, tx, uri); err != nil {
+			return err
+		}
 		res, err := tx.StmtContext(ctx, s.ws.deleteSession).ExecContext(ctx, uri)
 		if err != nil {
 			return err
@@ -815,11 +838,12 @@ func (s *SQLite) DeleteSession(ctx context.Context, uri string) error {
 		} else if n == 0 {
 			return ErrNotFound
 		}
-		return nil
+		return s.noteRemoved(ctx, tx, uri) // holders.go
 	})
 	if err != nil {
 		return fmt.Errorf("deleting session %s: %w", uri, err)
 	}
+	s.forgetHold(uri)
 	return nil
 }
 
@@ -885,6 +909,20 @@ func (s *SQLite) RaiseSeqHighWater(ctx context.Context, v int64) error {
 		return fmt.Errorf("storing the serverSeq high-water mark %d: %w", v, err)
 	}
 	return nil
+}
+
+// ReserveSeqBlock implements SeqBlocks: the mark is read and raised in one
+// transaction, which holds the write lock from its BEGIN, so no other
+// bridge can reserve the same values.
+func (s *SQLite) ReserveSeqBlock(ctx context.Context, n int64) (int64, error) {
+	var mark int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `UPDATE seq SET high_water = high_water + ? WHERE id = 1 RETURNING high_water`, n).Scan(&mark)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reserving %d serverSeq values: %w", n, err)
+	}
+	return mark, nil
 }
 
 // PutProviderModels implements Store.
@@ -1194,17 +1232,24 @@ func (s *SQLite) SeqHighWater(ctx context.Context) (int64, error) {
 func (s *SQLite) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	if s.closed.Swap(true) {
+	if s.closed.Load() {
 		return nil
 	}
+	var released error
+	if s.hold != nil {
+		// Before the store counts as closed: releasing is a write.
+		close(s.hold.stop)
+		<-s.hold.done
+		ctx, cancel := context.WithTimeout(context.Background(), s.holderStale)
+		released = s.releaseAll(ctx)
+		cancel()
+	}
+	s.closed.Store(true)
 	if s.walCancel != nil {
 		s.walCancel()
 		<-s.walDone
 	}
-	err := s.closeDBs()
-	if s.lock != nil {
-		err = errors.Join(err, s.lock.release())
-	}
+	err := errors.Join(released, s.closeDBs())
 	if err != nil {
 		return fmt.Errorf("closing the state file %s: %w", s.path, err)
 	}

@@ -274,33 +274,11 @@ var (
 	ErrBadCursor = errors.New("not a cursor this store made")
 	// ErrFull: the disk (or the database's size limit) is full.
 	ErrFull = errors.New("no space left for the state file")
-	// ErrLocked: another process holds the state file; see LockedError.
-	ErrLocked = errors.New("state file is locked")
 	// ErrReadOnly: the store was opened for inspection only.
 	ErrReadOnly = errors.New("state file is open read-only")
 	// ErrClosed: the store, checkpointer or reserve was closed.
 	ErrClosed = errors.New("state store is closed")
 )
-
-// LockedError says that another process holds the state file.
-type LockedError struct {
-	// Path is the state file; LockPath the lock file next to it.
-	Path, LockPath string
-	// PID is the process that holds the lock, or 0 if it did not say.
-	PID int
-}
-
-func (e *LockedError) Error() string {
-	holder := "another process"
-	if e.PID > 0 {
-		holder = fmt.Sprintf("another process (pid %d)", e.PID)
-	}
-	return fmt.Sprintf("state file %s is locked: %s is using it (lock %s); stop that process or use another state file",
-		e.Path, holder, e.LockPath)
-}
-
-// Is makes errors.Is(err, ErrLocked) true.
-func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // MovedAside reports a state file that Open could not use and moved out of
 // the way before starting empty. Its String is meant for stderr.

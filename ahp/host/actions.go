@@ -40,6 +40,12 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 		channel, raw = hc, ha
 	}
 	ch := h.lookup(channel)
+	if ch == nil {
+		if reason := h.heldElsewhere(channel); reason != "" { // holders.go
+			h.reject(c, p.Channel, p.Action, origin, reason)
+			return
+		}
+	}
 	if ch == nil && !wire.IsChatURI(channel) {
 		return // spec: actions for unknown channels are silently ignored
 	}

@@ -95,6 +95,7 @@ func (h *Host) archiveSession(r *request, g *sessionGroup) {
 	}
 	g.mu.Unlock()
 	if unloaded {
+		h.releaseSession(uri) // holders.go: another bridge may continue it
 		h.updateActiveSessions()
 		h.log.Debug().Str("session", uri).Msg("disposeSession archived the session and released it from memory; it stays in the state store")
 	} else {
@@ -229,6 +230,7 @@ func (h *Host) unloadReleased(groups []*sessionGroup) {
 		unloaded := g.released && !g.session.removed && h.unloadLocked(g)
 		g.mu.Unlock()
 		if unloaded {
+			h.releaseSession(g.session.uri) // holders.go
 			h.updateActiveSessions()
 			h.log.Debug().Str("session", g.session.uri).Msg("an archived session nobody watches any more left memory; it stays in the state store")
 		}

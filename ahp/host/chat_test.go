@@ -134,7 +134,9 @@ func TestCreateChatErrors(t *testing.T) {
 		{"a fork", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "fork", "chat": chat, "turnId": "t1"}}, CodeInvalidParams, "fork"},
 		{"a side chat", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/f", "source": map[string]any{"kind": "sideChat", "chat": chat}}, CodeInvalidParams, ""},
 		{"the default chat's URI", "createChat", map[string]any{"channel": uri, "chat": chat}, CodeAlreadyExists, chat},
-		{"another chat's URI", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, CodeAlreadyExists, "taken"},
+		{"another chat's URI, asked otherwise", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken", "workingDirectories": []string{"/w"}}, CodeAlreadyExists, "taken"},
+		{"another chat's URI with a first message", "createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken",
+			"initialMessage": wire.Message{Text: "x", Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}}, CodeAlreadyExists, "taken"},
 		{"a session's URI", "createChat", map[string]any{"channel": uri, "chat": uri}, CodeInvalidParams, "ahp-chat:"},
 		{"another session's derived name", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI("ahp-session:/other", "c1")}, CodeInvalidParams, "ahp-session:/other"},
 		{"a subagent's chat id", "createChat", map[string]any{"channel": uri, "chat": wire.ChatURI(uri, "subagent") + "/tc1"}, CodeInvalidParams, "reserved"},
@@ -161,6 +163,10 @@ func TestCreateChatErrors(t *testing.T) {
 	}
 	c.t = t
 	assert.Equal(t, before, hs.h.Stats().ServerSeq, "no refused command changed any state")
+	assert.Len(t, hs.readSession(t, uri).Chats, 2)
+	// The same chat asked for again, as VS Code does: a no-op.
+	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/taken"}, nil)
+	assert.Equal(t, before, hs.h.Stats().ServerSeq, "creating a chat that is there as asked changes nothing")
 	assert.Len(t, hs.readSession(t, uri).Chats, 2)
 	// A subset of the session's directories is fine.
 	c.mustCall("createChat", map[string]any{"channel": uri, "chat": "ahp-chat:/d", "workingDirectories": []string{"/w"}}, nil)
@@ -515,6 +521,45 @@ func TestSubscribeViewTurnsAndFetchTurns(t *testing.T) {
 	require.NoError(t, json.Unmarshal(a.subscribeView(s.chat, total+1).State, &whole))
 	assert.Len(t, whole.Turns, total)
 	assert.Nil(t, whole.TurnsNextCursor)
+}
+
+// TestFetchTurnsWithoutCursor: a subscriber whose snapshot held every
+// turn gets an empty chat/turnsLoaded before {} (AHP: the host dispatches
+// it before answering; VS Code's conformance suite waits for it); one that
+// asked for a tail gets only {}: the host keeps no window per client to
+// tell which page it lacks, and an empty page would clear its cursor.
+func TestFetchTurnsWithoutCursor(t *testing.T) {
+	hs := newHarness(t, Options{})
+	hs.handler.set(func(b *fakeHandler) { b.runTurns = false })
+	owner := hs.dial(t, "owner")
+	owner.initialize()
+	s := hs.newSession(owner, "history")
+	completedTurns(t, hs, s.chat, 3)
+
+	full := hs.dial(t, "full")
+	full.initialize()
+	full.subscribe(s.chat)
+	res, err := full.call("fetchTurns", map[string]any{"channel": s.chat})
+	require.Nil(t, err)
+	assert.JSONEq(t, `{}`, string(res))
+	loaded := full.nextEnvelope(isAction(s.chat, wire.ActionTypeChatTurnsLoaded))
+	l := loaded.Action.Value.(*wire.ChatTurnsLoadedAction)
+	assert.Empty(t, l.Turns, "nothing older to load")
+	assert.Nil(t, l.TurnsNextCursor, "and no cursor")
+
+	tail := hs.dial(t, "tail")
+	tail.initialize()
+	tail.subscribeView(s.chat, 1)
+	res, err = tail.call("fetchTurns", map[string]any{"channel": s.chat})
+	require.Nil(t, err)
+	assert.JSONEq(t, `{}`, string(res))
+	marker := hs.dispatch(t, s.chat, &wire.ChatDraftChangedAction{Draft: wire.Ptr(userMsg("marker"))})
+	before, _ := tail.until("the marker", func(m rpcMsg) bool {
+		return m.Method == wire.MethodAction && decodeEnvelope(t, m).ServerSeq == marker
+	})
+	for _, m := range before {
+		assert.NotContains(t, string(m.raw), string(wire.ActionTypeChatTurnsLoaded), "a tail subscriber gets no page without a cursor")
+	}
 }
 
 // TestCodecRouteNotCallableFromTheWire: the method a codec may route an

@@ -51,6 +51,9 @@ type conn struct {
 	// subs is the set of channels this connection is subscribed to,
 	// guarded by h.mu (it mirrors channel.subs).
 	subs map[string]*channel
+	// tails are the chats this connection subscribed to with a view of
+	// their last turns only (it may lack older ones), guarded by h.mu.
+	tails map[string]bool
 
 	// qmu guards the queue hand-off state below.
 	qmu sync.Mutex

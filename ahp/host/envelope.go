@@ -127,9 +127,8 @@ func (h *Host) translateEnvelope(cd codec.Codec, e codec.Envelope) (frames [][]b
 func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin, sender *conn) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seq++
+	h.seq = h.nextSeqLocked() // seqblocks.go
 	seq := h.seq
-	h.coverSeqLocked(seq)
 	frame, env, action, err := h.encodeEnvelope(&envelopeOut{Channel: ch.uri, Action: actionJSON, ServerSeq: seq, Origin: origin, trusted: true})
 	if err != nil {
 		// actionJSON was produced by json.Marshal, so this cannot fail;
@@ -161,8 +160,7 @@ func (h *Host) commit(ch *channel, actionJSON []byte, origin *wire.ActionOrigin,
 func (h *Host) sendPrivate(c *conn, channel string, actionJSON []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seq++
-	h.coverSeqLocked(h.seq)
+	h.seq = h.nextSeqLocked()
 	frame, _, action, err := h.encodeEnvelope(&envelopeOut{Channel: channel, Action: actionJSON, ServerSeq: h.seq, trusted: true})
 	if err != nil {
 		h.log.Error().Err(err).Str("channel", channel).Msg("failed to encode a private action")

@@ -179,6 +179,10 @@ func (h *Host) openExternal(uri string) {
 	if !ok {
 		return
 	}
+	if err := h.claimSession(session); err != nil { // holders.go: another bridge opened it
+		h.log.Debug().Err(err).Str("session", session).Msg("not opening an agent's session another bridge drives")
+		return
+	}
 	now := h.opts.Clock()
 	nowISO := reducer.FormatTime(now)
 	created, modified := cmp.Or(es.CreatedAt, es.ModifiedAt, nowISO), cmp.Or(es.ModifiedAt, nowISO)

@@ -280,6 +280,7 @@ func Open(opts Options) (*Host, error) {
 		if err := h.openDurable(opts.Store); err != nil {
 			return h, err
 		}
+		h.watchOthers() // others.go
 	}
 	if opts.ArchiveRetention > 0 {
 		h.startRetention()

@@ -314,6 +314,7 @@ func TestClientActionValidation(t *testing.T) {
 		{"empty turn id", s.chat, &wire.ChatTurnStartedAction{Message: userMsg("x")}, "turnId"},
 		{"truncate", s.chat, &wire.ChatTruncatedAction{}, "cannot make it forget"},
 		{"chat directory outside the session", s.chat, &wire.ChatWorkingDirectorySetAction{Directory: "/elsewhere"}, "not one of the session's working directories"},
+		{"remove a directory the chat does not have", s.chat, &wire.ChatWorkingDirectoryRemovedAction{Directory: "/elsewhere"}, "not one of the chat's working directories"},
 		{"terminal action on a chat", s.chat, &wire.TerminalInputAction{Data: "ls"}, "cannot be dispatched"},
 		{"chat action on the session", s.uri, &wire.ChatTurnStartedAction{TurnID: "t0", Message: userMsg("x")}, "cannot be dispatched"},
 		{"session action on the chat", s.chat, &wire.SessionActiveClientRemovedAction{ClientID: "c"}, "cannot be dispatched"},

@@ -42,7 +42,8 @@ import (
 //     by `ahp-bridge sessions delete` or Options.ArchiveRetention.
 //   - Each client's dialect and subscriptions go to the clients table
 //     (clients.go), by a writer of their own, off every session's path.
-//   - serverSeq is covered by a store.SeqReserve before each broadcast.
+//   - serverSeq is taken from a store.SeqReserve's blocks, covered, before
+//     each broadcast (seqblocks.go).
 //
 // A failed write never fails the action: the host keeps serving from
 // memory, logs the failure (at most once a minute while writes keep
@@ -152,8 +153,9 @@ type observedStore struct {
 }
 
 func (o *observedStore) done(start time.Time, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		// The caller's business (a row not there), not the file failing.
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrHeld) {
+		// The caller's business (a row not there, a session another
+		// bridge drives), not the file failing.
 		return err
 	}
 	if f := o.h.opts.OnStoreWrite; f != nil {
@@ -289,22 +291,6 @@ func (h *Host) rootMetaLocked() {
 		meta = nil
 	}
 	h.root.root.Meta = meta
-}
-
-// coverSeqLocked makes sure seq is at most the stored serverSeq high-water
-// mark before it is broadcast. Called with Host.mu held. A failure is
-// logged, at most once a minute: the bridge keeps serving, and a restart
-// before the mark is raised could hand seq out again.
-func (h *Host) coverSeqLocked(seq int64) {
-	if h.ds == nil {
-		return
-	}
-	if err := h.ds.seq.Cover(seq); err != nil && !errors.Is(err, store.ErrClosed) {
-		now, last := time.Now().UnixNano(), h.ds.seqFailAt.Load()
-		if now-last >= int64(failureLogEvery) && h.ds.seqFailAt.CompareAndSwap(last, now) {
-			h.log.Error().Err(err).Msg("serverSeq is not covered by the state store; a restart now could repeat serverSeq values (logged again in a minute while this lasts)")
-		}
-	}
 }
 
 // storeCtx is the context of one write.

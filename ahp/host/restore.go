@@ -259,6 +259,10 @@ func (h *Host) loadSession(uri string) {
 	if h.lookup(uri) != nil {
 		return // loaded (or created) while this one waited its turn
 	}
+	if err := h.claimSession(uri); err != nil { // holders.go
+		h.log.Debug().Err(err).Str("session", uri).Msg("not restoring a session another bridge drives")
+		return
+	}
 	g, rs, err := h.readSession(uri)
 	if errors.Is(err, store.ErrNotFound) {
 		return

@@ -149,6 +149,8 @@ func (h *Host) expireStored(cut time.Time) int {
 		release()
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrHeld):
+			// Another bridge sharing the file drives it again: not old.
 		case err != nil:
 			h.log.Warn().Err(err).Str("session", uri).Msg("an old archived session could not be deleted")
 		default:

@@ -59,6 +59,10 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
 	}
+	if err := h.claimSession(uri); err != nil { // holders.go: a stored session another bridge drives
+		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: %v", err))
+		return
+	}
 	if _, fork := extra["fork"]; fork {
 		// 1.0 dropped createSession.fork; older codecs refuse it too, and a
 		// 1.x client that still sends it must not see it silently ignored.
@@ -302,6 +306,7 @@ func (h *Host) removeSession(g *sessionGroup, release bool) {
 	if release && h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
 	}
+	h.releaseSession(uri) // holders.go
 }
 
 // createChat adds a further chat to a session. Each chat is its own
@@ -328,6 +333,13 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 	}
 	g := sess.group
 	g.mu.Lock()
+	if h.sameChatLocked(g, p) {
+		// VS Code sends createChat again for a chat it made (its host
+		// treats that as a no-op); the chat is there as asked.
+		g.mu.Unlock()
+		h.reply(r, nil, nil)
+		return
+	}
 	chat, err := h.addChatLocked(sess, p)
 	var attach *reattach
 	if err == nil {
@@ -359,6 +371,19 @@ func (h *Host) createChat(ctx context.Context, r *request, session string) {
 		return
 	}
 	h.handoff(chat, started, wire.ActionOrigin{ClientID: r.c.clientIDLocked()})
+}
+
+// sameChatLocked reports whether p asks for a chat that g already has as
+// asked: a live further chat of that name, with the same working
+// directories, and nothing for the new chat to start with (no initial
+// message, no source). Called with the group's mutex held.
+func (h *Host) sameChatLocked(g *sessionGroup, p wire.CreateChatParams) bool {
+	if p.InitialMessage != nil || p.Source != nil {
+		return false
+	}
+	ch := h.lookup(p.Chat)
+	return ch != nil && ch.kind == chanChat && ch.group == g && !ch.removed && ch != g.defaultChat() &&
+		slices.Equal(ch.chat.st.WorkingDirectories, p.WorkingDirectories)
 }
 
 // checkNewChatURI checks the name a client gives a chat it creates in

@@ -37,7 +37,7 @@ type view struct {
 func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, *Error) {
 	names := h.channelsFor(c, uri)
 	if len(names) == 0 {
-		return nil, notFoundError(uri)
+		return nil, h.notFoundOrHeld(uri) // holders.go
 	}
 	if err := h.mayWatch(c, names); err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 	chans := make([]*channel, len(names))
 	for i, n := range names {
 		if chans[i] = h.lookup(n); chans[i] == nil {
-			return nil, notFoundError(uri)
+			return nil, h.notFoundOrHeld(uri)
 		}
 	}
 	// The channels behind one URI are one channel, or a session and its
@@ -104,6 +104,16 @@ func (h *Host) snapshotAndSubscribe(c *conn, uri string, v view) (*snapshotOut, 
 	for _, ch := range chans {
 		ch.addSub(c)
 		c.subs[ch.uri] = ch
+	}
+	if len(chans) == 1 && chans[0].kind == chanChat {
+		if v.turns > 0 {
+			if c.tails == nil {
+				c.tails = map[string]bool{}
+			}
+			c.tails[uri] = true
+		} else {
+			delete(c.tails, uri)
+		}
 	}
 	return &snapshotOut{Resource: uri, State: st, FromSeq: h.seq}, nil
 }
@@ -207,6 +217,7 @@ func (h *Host) unsubscribe(c *conn, uri string) {
 			left = append(left, ch)
 		}
 	}
+	delete(c.tails, uri)
 	clientID := c.clientID
 	groups := groupsOf(left)
 	h.mu.Unlock()

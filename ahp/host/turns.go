@@ -63,7 +63,10 @@ func turnsPage(st *wire.ChatState, before string, limit int) (turns []wire.Turn,
 // authoritative state always holds every retained turn; only the
 // subscriber that asked for a tail lacks the older ones, so the loaded
 // page is sent to it alone (docs/protocol-versions.md §7 Q2). Without a
-// cursor there is nothing older to load.
+// cursor, a subscriber whose snapshot held every turn gets an empty page
+// (AHP: the host dispatches chat/turnsLoaded before it answers); one that
+// asked for a tail, or a connection not subscribed to the chat, gets only
+// the answer, since the host keeps no per-client window to load from.
 func (h *Host) fetchTurns(_ context.Context, r *request, uri string) {
 	var p wire.FetchTurnsParams
 	if err := decodeParams("fetchTurns", r.params, &p); err != nil {
@@ -76,6 +79,18 @@ func (h *Host) fetchTurns(_ context.Context, r *request, uri string) {
 		return
 	}
 	if p.Cursor == nil {
+		h.mu.Lock()
+		_, subscribed := r.c.subs[uri]
+		whole := subscribed && !r.c.tails[uri]
+		h.mu.Unlock()
+		if whole {
+			ch.mu.Lock()
+			if !ch.removed {
+				// Under the chat's lock, as a page is sent below.
+				h.sendPrivate(r.c, uri, []byte(`{"type":"chat/turnsLoaded","turns":[]}`))
+			}
+			ch.mu.Unlock()
+		}
 		h.reply(r, wire.FetchTurnsResult{}, nil)
 		return
 	}

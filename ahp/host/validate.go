@@ -155,6 +155,13 @@ func validateChat(ch *channel, a wire.StateAction, raw []byte, clientID string) 
 		if !slices.Contains(ch.group.session.session.WorkingDirectories, x.Directory) {
 			return fmt.Sprintf("%s is not one of the session's working directories", x.Directory)
 		}
+	case *wire.ChatWorkingDirectoryRemovedAction:
+		// Accepting it would tell the client its removal happened while
+		// nothing changed (VS Code's conformance suite: rejected rather
+		// than silently dropped).
+		if !slices.Contains(st.WorkingDirectories, x.Directory) {
+			return fmt.Sprintf("%s is not one of the chat's working directories", x.Directory)
+		}
 	case *wire.ChatTurnResumeAction:
 		// The bridge never marks an error resumable: ACP has no way to let an
 		// agent continue a turn it failed, and sending the prompt again could

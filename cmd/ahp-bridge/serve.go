@@ -362,6 +362,7 @@ func (s *server) serveWS(ctx context.Context, stdout io.Writer) error {
 	s.listening.Set(nil)
 
 	url := "ws://" + ln.Addr().String() + "/"
+	s.announceAddress(url)
 	printed := url
 	if s.token != "" {
 		printed = url + "?tkn=" + s.token

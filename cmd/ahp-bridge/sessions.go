@@ -172,6 +172,14 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 	fmt.Fprintf(tw, "working directories:\t%s\n", strings.Join(s.WorkingDirs, ", "))
 	fmt.Fprintf(tw, "created:\t%s\n", stamp(s.Created))
 	fmt.Fprintf(tw, "modified:\t%s\n", stamp(s.Modified))
+	held := false
+	if hs, ok := st.(store.Holding); ok {
+		// Which running bridge drives it, if one does (issue 25).
+		var h store.Holder
+		if h, held, _ = hs.HolderOf(ctx, s.URI); held {
+			fmt.Fprintf(tw, "driven by:\tthe ahp-bridge with %s\n", h)
+		}
+	}
 	if archived(s) {
 		fmt.Fprintf(tw, "archived:\tyes (a client disposed of it; 'sessions delete' deletes it)\n")
 	}
@@ -192,7 +200,9 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 		}
 		fmt.Fprintf(tw, "  agent session:\t%s\n", agent)
 		fmt.Fprintf(tw, "  turns:\t%d\n", c.Turns)
-		if a := c.ActiveTurn; a != nil {
+		if a := c.ActiveTurn; a != nil && held {
+			fmt.Fprintf(tw, "  running turn:\t%s, %d bytes saved at %s\n", a.TurnID, a.Bytes, stamp(a.Updated))
+		} else if a != nil {
 			fmt.Fprintf(tw, "  interrupted turn:\t%s, %d bytes saved at %s (ends as cancelled when the session is next opened)\n",
 				a.TurnID, a.Bytes, stamp(a.Updated))
 		}
@@ -201,23 +211,37 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 }
 
 // deleteSessions deletes each session, saying so; it goes on past one that
-// is not stored and reports it at the end.
+// is not stored, or that a running bridge holds, and reports them at the
+// end. With agents named, each deleted session's agent sessions go too.
 func deleteSessions(ctx context.Context, st store.Store, uris []string, w io.Writer, agents *agentDeleter) error {
-	var missing []string
+	var missing, held []string
 	for _, u := range uris {
-		agents.deleteFor(ctx, st, u) // sessions_agent.go
+		behind := agents.behind(ctx, st, u) // sessions_agent.go
 		err := st.DeleteSession(ctx, u)
+		var he *store.HeldError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			missing = append(missing, u)
+		case errors.As(err, &he):
+			// A running bridge drives it: deleting it under that bridge
+			// would lose what it writes next.
+			held = append(held, fmt.Sprintf("%s is in use by the ahp-bridge with %s; stop that bridge first", u, he.Holder))
 		case err != nil:
 			return fmt.Errorf("deleting session %s: %w", u, err)
 		default:
 			fmt.Fprintf(w, "deleted %s\n", u)
+			agents.delete(ctx, behind) // sessions_agent.go
 		}
 	}
+	var problems []string
+	if len(held) > 0 {
+		problems = append(problems, "not deleted: "+strings.Join(held, "; "))
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("not stored, so not deleted: %s", strings.Join(missing, ", "))
+		problems = append(problems, "not stored, so not deleted: "+strings.Join(missing, ", "))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -15,7 +15,8 @@ import (
 
 // This file lets `ahp-bridge sessions delete` delete the agents' own
 // sessions behind a deleted session too (issue 29): given the agents
-// (--config FILE or --acp ID=COMMAND, as for serve), it starts the
+// (--config FILE or --acp ID=COMMAND, as for serve), once a session is
+// deleted (a session another bridge drives is not), it starts the
 // session's agent and sends it ACP session/delete for each chat's agent
 // session, when the agent advertises it, saying so first. Without the
 // agent configured, it says which agent sessions it keeps.
@@ -53,26 +54,39 @@ func newAgentDeleter(cfgFile string, acps []string, w io.Writer) (*agentDeleter,
 	return d, nil
 }
 
-// deleteFor deletes the agent sessions behind the stored session uri,
-// before the session itself is deleted. A failure is reported and does
-// not stop the deletion of the session.
-func (d *agentDeleter) deleteFor(ctx context.Context, st store.Store, uri string) {
-	if d == nil {
-		return
+// agentSessions are the agent sessions behind a stored session.
+type agentSessions struct {
+	provider string
+	ids      []string
+}
+
+// behind reads the agent sessions behind the stored session uri, before
+// it is deleted.
+func (d *agentDeleter) behind(ctx context.Context, st store.Store, uri string) agentSessions {
+	if d == nil || len(d.agents) == 0 {
+		return agentSessions{} // no agent named: the agents' sessions are not asked about
 	}
 	rec, err := st.GetSession(ctx, uri)
 	if err != nil {
-		return // the session's own deletion says why
+		return agentSessions{} // the session's own deletion says why
 	}
-	provider := rec.Session.Provider
+	out := agentSessions{provider: rec.Session.Provider}
 	for _, c := range rec.Chats {
-		id := c.ACPSessionID
-		if id == "" {
-			continue
+		if c.ACPSessionID != "" {
+			out.ids = append(out.ids, c.ACPSessionID)
 		}
-		if len(d.agents) == 0 {
-			continue // no agent named: the agents' sessions are not asked about
-		}
+	}
+	return out
+}
+
+// delete deletes the agent sessions behind a deleted session, saying what
+// it does. A failure is reported, not returned: the session is gone.
+func (d *agentDeleter) delete(ctx context.Context, as agentSessions) {
+	if d == nil {
+		return
+	}
+	provider := as.provider
+	for _, id := range as.ids {
 		a, ok := d.agents[provider]
 		if !ok {
 			fmt.Fprintf(d.w, "kept the %s agent's own session %s: name the agent (--config FILE or --acp %s=COMMAND) to delete it too\n", provider, id, provider)

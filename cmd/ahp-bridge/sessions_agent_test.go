@@ -54,9 +54,9 @@ func TestSessionsDeleteDeletesTheAgentSession(t *testing.T) {
 	state, session := storedWithAgentSession(t, "ext-1")
 	code, out, errOut := run("--state", state, "--acp", demo, session)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Equal(t, "deleting the demo agent's own session ext-1 (ACP session/delete)\n"+
-		"deleted the demo agent's own session ext-1\n"+
-		"deleted "+session+"\n", out)
+	assert.Equal(t, "deleted "+session+"\n"+
+		"deleting the demo agent's own session ext-1 (ACP session/delete)\n"+
+		"deleted the demo agent's own session ext-1\n", out)
 	assert.NoFileExists(t, filepath.Join(agentDir, "ext-1.json"))
 	paths, err := os.ReadFile(filepath.Join(agentDir, "paths.log"))
 	require.NoError(t, err)
@@ -66,9 +66,9 @@ func TestSessionsDeleteDeletesTheAgentSession(t *testing.T) {
 	state, session = storedWithAgentSession(t, "ext-2")
 	code, out, errOut = run("--state", state, "--acp", demo, session)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Equal(t, "deleting the demo agent's own session ext-2 (ACP session/delete)\n"+
-		"kept the demo agent's own session ext-2: the agent does not advertise session/delete\n"+
-		"deleted "+session+"\n", out)
+	assert.Equal(t, "deleted "+session+"\n"+
+		"deleting the demo agent's own session ext-2 (ACP session/delete)\n"+
+		"kept the demo agent's own session ext-2: the agent does not advertise session/delete\n", out)
 
 	state, session = storedWithAgentSession(t, "ext-3")
 	code, out, errOut = run("--state", state, "--acp", "other=/bin/false", session)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,8 +32,8 @@ func statePath(state string) (string, error) {
 // openStateStore opens the state file serve keeps its sessions in, or
 // returns nil for --state none. A file that could not be used and was moved
 // aside is said on stderr (through the log), and the bridge starts empty.
-// Another bridge holding the file is an error (*store.LockedError names the
-// file and its pid).
+// Other bridges may use the same file at once; each drives the sessions it
+// holds (store.Holding).
 func openStateStore(cfg Config, log zerolog.Logger) (*store.SQLite, error) {
 	path, err := statePath(cfg.State)
 	if err != nil || path == "" {
@@ -49,6 +50,20 @@ func openStateStore(cfg Config, log zerolog.Logger) (*store.SQLite, error) {
 	}
 	log.Info().Str("state", st.Path()).Msg("keeping sessions in the state file")
 	return st, nil
+}
+
+// announceAddress puts the address this bridge listens on into its holds
+// of sessions, so that another bridge refusing a turn on one of them can
+// say where it is driven.
+func (s *server) announceAddress(url string) {
+	if s.state == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateOpenTimeout)
+	defer cancel()
+	if err := s.state.SetAddress(ctx, strings.TrimSuffix(url, "/")); err != nil {
+		s.log.Warn().Err(err).Msg("could not record this bridge's address in the state file")
+	}
 }
 
 // stateOpenTimeout bounds opening (and migrating) the state file.

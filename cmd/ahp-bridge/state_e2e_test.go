@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +32,7 @@ func serveState(t *testing.T, state string) (string, *exec.Cmd, *lockedWriter) {
 }
 
 // stopServe ends a bridge with SIGTERM, as a user's Ctrl-C would, and waits
-// for it (so that its lock is released).
+// for it (so that its sessions are released).
 func stopServe(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -49,17 +50,58 @@ func dialBridge(t *testing.T, url string) *client.Client {
 	return c
 }
 
-// TestStateLockRefusesASecondBridge: a second bridge on the same state
-// file stops at once with exit status 1, naming the file and the pid that
-// holds it.
-func TestStateLockRefusesASecondBridge(t *testing.T) {
+// TestStateTwoBridgesShareAFile: a second bridge on the same state file
+// starts; a turn there on the first one's session is refused, naming the
+// first, until the first is killed; then the second takes it over.
+func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
-	_, first, _ := serveState(t, state)
-	code, out, errOut := runBin(t, 30*time.Second, "", "serve", "--listen", "127.0.0.1:0", "--state", state)
-	assert.Equal(t, exitError, code)
-	assert.Empty(t, out, "no READY line")
-	assert.Contains(t, errOut, "state file "+state+" is locked")
-	assert.Contains(t, errOut, fmt.Sprintf("pid %d", first.Process.Pid))
+	urlA, bridgeA, _ := serveState(t, state)
+	urlB, bridgeB, _ := serveState(t, state)
+	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
+	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
+	// B's root subscribers hear of the session A created, and B lists it.
+	waitNotification(t, b, "root/sessionAdded", session)
+	listed, err := b.ListSessions(bridgetest.Context(t, 10*time.Second))
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(listed, func(s wire.SessionSummary) bool { return s.Resource == session }), "B lists A's session")
+	turn := bridgetest.StartTurn(t, a, session, "echo one file, two bridges")
+	bridgetest.WaitTurnEnd(t, a, session, turn, 30*time.Second)
+
+	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, session, "sessions list reads the file while two bridges run")
+
+	// B's turn on A's session is refused, naming A.
+	url := strings.TrimSuffix(strings.SplitN(urlA, "?", 2)[0], "/")
+	reason := rejectedTurn(t, b, defaultChat(t, a, session))
+	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
+	assert.Contains(t, reason, url)
+	// So is a subscription there, for now (no read-only view yet).
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(bridgeA.Process.Pid))
+
+	// A is killed (kill -9: no chance to release anything). B's next
+	// turn there runs: B sees A's pid is gone and takes the session over.
+	require.NoError(t, bridgeA.Process.Kill())
+	_ = bridgeA.Wait()
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.NoError(t, err)
+	chat := defaultChat(t, b, session)
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), chat)
+	require.NoError(t, err)
+	turn = bridgetest.StartTurn(t, b, chat, "echo taken over")
+	bridgetest.WaitTurnEnd(t, b, chat, turn, 30*time.Second)
+
+	// B stops: nobody holds the session, so it can be deleted while
+	// another bridge runs.
+	stopServe(t, bridgeB)
+	urlC, _, _ := serveState(t, state)
+	c := dialBridge(t, urlC)
+	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "deleted "+session+"\n", out)
+	waitNotification(t, c, "root/sessionRemoved", session)
 }
 
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
@@ -85,7 +127,9 @@ func TestStateCorruptFileIsMovedAside(t *testing.T) {
 }
 
 // TestStateSessionsCommand: list, show and export read the file while the
-// bridge runs; delete is refused until it stops, then deletes.
+// bridge runs; delete of the session it drives is refused, naming it; once
+// a client disposed of it (archived) and nobody watches it any more, the
+// bridge releases it and delete deletes it while the bridge runs.
 func TestStateSessionsCommand(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	url, bridge, _ := serveState(t, state)
@@ -93,11 +137,21 @@ func TestStateSessionsCommand(t *testing.T) {
 	session := bridgetest.CreateSession(t, c, "demo", demoDir(t))
 	turn := bridgetest.StartTurn(t, c, session, "echo kept across restarts")
 	bridgetest.WaitTurnEnd(t, c, session, turn, 30*time.Second)
+
+	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "show", session, "--state", state)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `driven by:\s+the ahp-bridge with pid `+strconv.Itoa(bridge.Process.Pid), out, "show names the bridge driving it")
+	code, _, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "in use by the ahp-bridge with pid "+strconv.Itoa(bridge.Process.Pid), "delete refuses a session a running bridge holds")
+	assert.Contains(t, errOut, strings.TrimSuffix(strings.SplitN(url, "?", 2)[0], "/"), "and says where that bridge listens")
+
 	// disposeSession archives a session with turns; it stays in the file
-	// (issue 23), and `sessions delete` is what deletes it.
+	// (issue 23), and `sessions delete` is what deletes it. The bridge no
+	// longer drives it.
 	require.NoError(t, c.DisposeSession(bridgetest.Context(t, 30*time.Second), session))
 
-	code, out, errOut := runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
+	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, session)
 	assert.Contains(t, out, "demo")
@@ -122,13 +176,13 @@ func TestStateSessionsCommand(t *testing.T) {
 	assert.Equal(t, turn, exported.ID)
 	assert.Equal(t, "echo kept across restarts", exported.Message.Text)
 
-	code, _, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
-	assert.Equal(t, exitError, code)
-	assert.Contains(t, errOut, "is locked", "delete needs the file to itself")
-
-	stopServe(t, bridge)
-	code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
-	require.Equal(t, exitOK, code, errOut)
+	// Once nobody watches the archived session it leaves the bridge's
+	// memory and is released: delete deletes it while the bridge runs.
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool {
+		code, out, errOut = runBin(t, 30*time.Second, "", "sessions", "delete", "--state", state, session)
+		return code == exitOK
+	}, 30*time.Second, 100*time.Millisecond, "delete after the bridge released the session: %s", errOut)
 	assert.Equal(t, "deleted "+session+"\n", out)
 	code, out, _ = runBin(t, 30*time.Second, "", "sessions", "list", "--state", state)
 	assert.Equal(t, exitOK, code)
@@ -215,4 +269,36 @@ func turnText(parts []wire.ResponsePart) string {
 		}
 	}
 	return b.String()
+}
+
+// defaultChat is the default chat of a session the client watches.
+func defaultChat(t *testing.T, c *client.Client, session string) string {
+	t.Helper()
+	st, err := c.WaitFor(bridgetest.Context(t, 10*time.Second), session, func(s *wire.SessionState) bool { return s.DefaultChat != nil })
+	require.NoError(t, err)
+	return *st.DefaultChat
+}
+
+// rejectedTurn starts a turn on a chat that the client's bridge must
+// refuse, and returns the reason it gives.
+func rejectedTurn(t *testing.T, c *client.Client, chat string) string {
+	t.Helper()
+	_, err := c.StartTurn(bridgetest.Context(t, 10*time.Second), chat, client.NewUUID(), client.UserMessage("echo not here"))
+	var rej *client.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.NotNil(t, rej.Envelope.RejectionReason)
+	return *rej.Envelope.RejectionReason
+}
+
+// waitNotification waits for a notification whose params mention what.
+func waitNotification(t *testing.T, c *client.Client, method, what string) {
+	t.Helper()
+	ctx := bridgetest.Context(t, 10*time.Second)
+	for {
+		ev, err := c.Next(ctx)
+		require.NoError(t, err, "no %s naming %s", method, what)
+		if ev.Method == method && strings.Contains(string(ev.Params), what) {
+			return
+		}
+	}
 }

@@ -138,7 +138,7 @@ type Client struct {
 	connDone   chan struct{} // closed when conn's reader stops
 	nextID     int64
 	nextSeq    int64
-	pending    map[int64]chan answer
+	pending    map[int64]pendingCall
 	changed    chan struct{} // closed and replaced whenever something arrives
 	init       *InitializeResult
 	serverSeq  int64
@@ -177,7 +177,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c := &Client{
 		opts: opts, url: u, clientID: opts.ClientID,
-		pending:    map[int64]chan answer{},
+		pending:    map[int64]pendingCall{},
 		changed:    make(chan struct{}),
 		sessions:   map[string]*wire.SessionState{},
 		chats:      map[string]*wire.ChatState{},
@@ -247,6 +247,15 @@ type answer struct {
 	err    error
 }
 
+// pendingCall is a request waiting for its answer. onResult, when set,
+// runs on the reader with a successful result before the reader takes the
+// next frame: a subscribe's snapshot must be in place before the actions
+// that follow it on the wire are applied, or they are lost.
+type pendingCall struct {
+	ch       chan answer
+	onResult func(json.RawMessage) error
+}
+
 // read owns conn's reading until it fails.
 func (c *Client) read(conn *websocket.Conn, done chan struct{}) {
 	defer close(done)
@@ -259,8 +268,8 @@ func (c *Client) read(conn *websocket.Conn, done chan struct{}) {
 			c.mu.Lock()
 			if c.conn == conn {
 				c.readErr = err
-				for id, ch := range c.pending {
-					ch <- answer{err: fmt.Errorf("%w: %v", ErrConnectionLost, err)}
+				for id, p := range c.pending {
+					p.ch <- answer{err: fmt.Errorf("%w: %v", ErrConnectionLost, err)}
 					delete(c.pending, id)
 				}
 			}
@@ -304,24 +313,31 @@ func (c *Client) receive(conn *websocket.Conn, frame []byte) {
 		c.mu.Unlock()
 	default:
 		var id int64
-		var ch chan answer
+		var p pendingCall
 		ok := false
 		c.mu.Lock()
 		if hasID && json.Unmarshal(m.ID, &id) == nil {
-			ch, ok = c.pending[id]
+			p, ok = c.pending[id]
 		}
 		if ok {
 			delete(c.pending, id)
-			if m.Error != nil {
-				ch <- answer{err: m.Error}
-			} else {
-				ch <- answer{result: m.Result}
-			}
 		} else {
 			c.stray = append(c.stray, string(frame))
 		}
 		c.signalLocked()
 		c.mu.Unlock()
+		if !ok {
+			return
+		}
+		a := answer{result: m.Result}
+		if m.Error != nil {
+			a = answer{err: m.Error}
+		} else if p.onResult != nil {
+			if err := p.onResult(m.Result); err != nil {
+				a = answer{err: err}
+			}
+		}
+		p.ch <- a
 	}
 }
 
@@ -349,6 +365,11 @@ func (c *Client) write(conn *websocket.Conn, v any) error {
 
 // call sends a request and waits for its answer.
 func (c *Client) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	return c.callThen(ctx, method, params, nil)
+}
+
+// callThen is call with onResult run on the reader (pendingCall).
+func (c *Client) callThen(ctx context.Context, method string, params any, onResult func(json.RawMessage) error) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
 	c.mu.Lock()
 	conn := c.conn
@@ -359,7 +380,7 @@ func (c *Client) call(ctx context.Context, method string, params any) (json.RawM
 	}
 	c.nextID++
 	id := c.nextID
-	c.pending[id] = ch
+	c.pending[id] = pendingCall{ch: ch, onResult: onResult}
 	c.mu.Unlock()
 	if err := c.write(conn, map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
 		c.mu.Lock()
@@ -434,22 +455,24 @@ func (c *Client) Connect(ctx context.Context) (*InitializeResult, error) {
 }
 
 func (c *Client) initialize(ctx context.Context, subscriptions []string) (*InitializeResult, error) {
-	raw, err := c.call(ctx, "initialize", c.initializeParams(subscriptions))
+	var res InitializeResult
+	_, err := c.callThen(ctx, "initialize", c.initializeParams(subscriptions), func(raw json.RawMessage) error {
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return fmt.Errorf("initialize: the answer does not decode: %w: %s", err, raw)
+		}
+		c.mu.Lock()
+		c.init = &res
+		c.serverSeq = res.ServerSeq
+		c.mu.Unlock()
+		for _, s := range res.Snapshots {
+			if err := c.install(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var res InitializeResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("initialize: the answer does not decode: %w: %s", err, raw)
-	}
-	c.mu.Lock()
-	c.init = &res
-	c.serverSeq = res.ServerSeq
-	c.mu.Unlock()
-	for _, s := range res.Snapshots {
-		if err := c.install(s); err != nil {
-			return nil, err
-		}
 	}
 	return &res, nil
 }
@@ -538,29 +561,33 @@ func fileURI(path string) string {
 // Subscribe is VS Code's subscribe; the answer must carry a snapshot
 // ("subscribe … returned no snapshot" otherwise).
 func (c *Client) Subscribe(ctx context.Context, channel string) (Snapshot, error) {
-	raw, err := c.call(ctx, "subscribe", map[string]any{"channel": channel})
+	var snap Snapshot
+	_, err := c.callThen(ctx, "subscribe", map[string]any{"channel": channel}, func(raw json.RawMessage) error {
+		var res struct {
+			Snapshot *Snapshot `json:"snapshot"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return fmt.Errorf("subscribe %s: the answer does not decode: %w: %s", channel, err, raw)
+		}
+		if res.Snapshot == nil {
+			return fmt.Errorf("subscribe to %s returned no snapshot", channel)
+		}
+		if err := c.install(*res.Snapshot); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.addSubLocked(channel)
+		if res.Snapshot.Resource != channel {
+			c.addSubLocked(res.Snapshot.Resource)
+		}
+		c.mu.Unlock()
+		snap = *res.Snapshot
+		return nil
+	})
 	if err != nil {
 		return Snapshot{}, err
 	}
-	var res struct {
-		Snapshot *Snapshot `json:"snapshot"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return Snapshot{}, fmt.Errorf("subscribe %s: the answer does not decode: %w: %s", channel, err, raw)
-	}
-	if res.Snapshot == nil {
-		return Snapshot{}, fmt.Errorf("subscribe to %s returned no snapshot", channel)
-	}
-	if err := c.install(*res.Snapshot); err != nil {
-		return Snapshot{}, err
-	}
-	c.mu.Lock()
-	c.addSubLocked(channel)
-	if res.Snapshot.Resource != channel {
-		c.addSubLocked(res.Snapshot.Resource)
-	}
-	c.mu.Unlock()
-	return *res.Snapshot, nil
+	return snap, nil
 }
 
 func (c *Client) addSubLocked(channel string) {
@@ -730,30 +757,35 @@ func (c *Client) Reconnect(ctx context.Context) (ReconnectOutcome, error) {
 	}
 	lastSeen := c.serverSeq
 	c.mu.Unlock()
-	raw, err := c.call(ctx, "reconnect", map[string]any{
-		"clientId": c.clientID, "lastSeenServerSeq": lastSeen, "subscriptions": subs, "_meta": c.meta()})
 	var out ReconnectOutcome
-	if err == nil {
-		var res struct {
-			Type      string            `json:"type"`
-			Actions   []json.RawMessage `json:"actions"`
-			Missing   []string          `json:"missing"`
-			Snapshots []Snapshot        `json:"snapshots"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return out, fmt.Errorf("reconnect: the answer does not decode: %w: %s", err, raw)
-		}
-		out.Kind, out.Missing = res.Type, res.Missing
-		c.mu.Lock()
-		for _, a := range res.Actions {
-			c.applyEnvelopeLocked(a)
-		}
-		c.mu.Unlock()
-		for _, s := range res.Snapshots {
-			if err := c.install(s); err != nil {
-				return out, err
+	// The replay or the snapshots are applied on the reader, before the
+	// live actions that follow the answer on the wire (pendingCall).
+	_, err := c.callThen(ctx, "reconnect", map[string]any{
+		"clientId": c.clientID, "lastSeenServerSeq": lastSeen, "subscriptions": subs, "_meta": c.meta()},
+		func(raw json.RawMessage) error {
+			var res struct {
+				Type      string            `json:"type"`
+				Actions   []json.RawMessage `json:"actions"`
+				Missing   []string          `json:"missing"`
+				Snapshots []Snapshot        `json:"snapshots"`
 			}
-		}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("reconnect: the answer does not decode: %w: %s", err, raw)
+			}
+			out.Kind, out.Missing = res.Type, res.Missing
+			c.mu.Lock()
+			for _, a := range res.Actions {
+				c.applyEnvelopeLocked(a)
+			}
+			c.mu.Unlock()
+			for _, s := range res.Snapshots {
+				if err := c.install(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err == nil {
 		if err := c.ManagedSettingsPermissions(); err != nil {
 			return out, err
 		}

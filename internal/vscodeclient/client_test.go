@@ -23,6 +23,9 @@ type scriptedHost struct {
 	// forgetClients: a reconnect is answered -32008, as by a host that
 	// restarted and never saw the client.
 	forgetClients bool
+	// actionBehind: a subscribe's answer is followed at once by an action
+	// on the subscribed channel (a title change), as a busy host sends it.
+	actionBehind bool
 
 	mu    sync.Mutex
 	conns int
@@ -74,6 +77,11 @@ func (h *scriptedHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "reconnect":
 			if h.forgetClients {
 				reply["error"] = map[string]any{"code": CodeNotFound, "message": "client not found"}
+			} else if seen, _ := m.Params["lastSeenServerSeq"].(float64); h.actionBehind && seen >= 4 {
+				// The replay of what the client missed: the title it had
+				// when it dropped, then a newer one (seq 5).
+				reply["result"] = map[string]any{"type": "replay", "missing": []any{}, "actions": []any{
+					titleEnvelope(m.Params, 5, "replayed")}}
 			} else {
 				reply["result"] = map[string]any{"type": "replay", "actions": []any{}, "missing": []any{}}
 			}
@@ -86,6 +94,20 @@ func (h *scriptedHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(reply)
 		if conn.WriteMessage(websocket.TextMessage, b) != nil {
 			return
+		}
+		if h.actionBehind && m.Method == "reconnect" {
+			// A live action right behind the replay (seq 6).
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "action", "params": titleEnvelope(m.Params, 6, "live")})
+			if conn.WriteMessage(websocket.TextMessage, b) != nil {
+				return
+			}
+		}
+		if ch, _ := m.Params["channel"].(string); h.actionBehind && m.Method == "subscribe" && !strings.HasPrefix(ch, "ahp-chat:") {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "action", "params": map[string]any{
+				"channel": ch, "serverSeq": 4, "action": map[string]any{"type": "session/titleChanged", "title": "right behind"}}})
+			if conn.WriteMessage(websocket.TextMessage, b) != nil {
+				return
+			}
 		}
 	}
 }
@@ -253,6 +275,10 @@ func TestReconnectReplayNeedsNoFallback(t *testing.T) {
 	defer c.Close()
 	_, err = c.Connect(ctx)
 	require.NoError(t, err)
+	// The host reads each connection on its own: what the first one sent
+	// must be in before the second connects, or the order below is the
+	// host's reading order rather than the client's.
+	h.sequence(t, len(connectSequence()))
 	out, err := c.Reconnect(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "replay", out.Kind)
@@ -260,4 +286,76 @@ func TestReconnectReplayNeedsNoFallback(t *testing.T) {
 	got := h.sequence(t, len(connectSequence())+2+configPushes)
 	assert.Equal(t, "reconnect", got[len(connectSequence())].method)
 	assert.Equal(t, "setClientManagedSettingsPermissions", got[len(connectSequence())+1].method)
+}
+
+// TestActionRightBehindASnapshotIsApplied: an action the host sends right
+// after a subscribe's answer applies to the state of that snapshot, as in
+// VS Code's client; it used to reach the reducers before the caller had
+// installed the snapshot and was lost.
+func TestActionRightBehindASnapshotIsApplied(t *testing.T) {
+	host := &scriptedHost{t: t, actionBehind: true}
+	srv := httptest.NewServer(host)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{Address: "ws" + strings.TrimPrefix(srv.URL, "http") + "/?tkn=secret"})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Connect(ctx)
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		session := "demo:/s" + strings.Repeat("x", i)
+		_, err := c.Subscribe(ctx, session)
+		require.NoError(t, err)
+		wait, stop := context.WithTimeout(ctx, 2*time.Second)
+		err = c.WaitFor(wait, "the title change", func() bool {
+			s, _ := c.Session(session)
+			return s.Title == "right behind"
+		})
+		stop()
+		require.NoError(t, err, "subscribe %d: the action right behind the snapshot was lost", i)
+	}
+}
+
+// titleEnvelope is a session/titleChanged on the last session a reconnect
+// lists.
+func titleEnvelope(params map[string]any, seq int, title string) map[string]any {
+	subs, _ := params["subscriptions"].([]any)
+	session, _ := subs[len(subs)-1].(string)
+	return map[string]any{"channel": session, "serverSeq": seq, "action": map[string]any{"type": "session/titleChanged", "title": title}}
+}
+
+// TestLiveActionRightBehindAReplayWins: the live action that follows a
+// reconnect's replay on the wire applies after the replay, as in VS Code's
+// client; the replay used to be applied by the caller after the reader
+// had applied the live action, so the older title won.
+func TestLiveActionRightBehindAReplayWins(t *testing.T) {
+	host := &scriptedHost{t: t, actionBehind: true}
+	srv := httptest.NewServer(host)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{Address: "ws" + strings.TrimPrefix(srv.URL, "http") + "/?tkn=secret"})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Connect(ctx)
+	require.NoError(t, err)
+	const session = "demo:/replayed"
+	_, err = c.Subscribe(ctx, session)
+	require.NoError(t, err)
+	require.NoError(t, c.WaitFor(ctx, "the title right behind the snapshot", func() bool {
+		s, _ := c.Session(session)
+		return s.Title == "right behind"
+	}))
+	for i := 0; i < 20; i++ {
+		_, err := c.Reconnect(ctx)
+		require.NoError(t, err)
+		wait, stop := context.WithTimeout(ctx, 2*time.Second)
+		err = c.WaitFor(wait, "the live title", func() bool {
+			s, _ := c.Session(session)
+			return s.Title == "live"
+		})
+		stop()
+		require.NoError(t, err, "reconnect %d: the replay was applied after the live action behind it", i)
+	}
 }
