@@ -140,17 +140,19 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 	return took
 }
 
-// slowAgentsEnv gates the Gemini CLI and Codex tests: two more real
-// agents under -race do not fit in the two minutes `go test -race ./...`
-// may take on two cores beside the rest, so .ci/run runs them in a step of
-// their own with it set to 1, and checks that each scenario passed.
+// slowAgentsEnv gates the Gemini CLI and Codex tests, and VS Code's
+// model-backed scenarios (vscode_*_slow_test.go): two more real agents
+// and the scenarios' many agent sessions under -race do not fit in the
+// two minutes `go test -race ./...` may take on two cores beside the
+// rest, so .ci/run runs them in a step of their own with it set to 1, and
+// checks that each scenario passed.
 const slowAgentsEnv = "AHP_BRIDGE_SLOW_AGENTS"
 
 // slowAgentTier skips the test unless slowAgentsEnv is 1.
 func slowAgentTier(t *testing.T) {
 	t.Helper()
 	if os.Getenv(slowAgentsEnv) != "1" {
-		t.Skipf("slow tier (Gemini CLI, Codex) runs only with %s=1: .ci/run runs it in a step of its own", slowAgentsEnv)
+		t.Skipf("slow tier (Gemini CLI, Codex, VS Code scenarios) runs only with %s=1: .ci/run runs it in a step of its own", slowAgentsEnv)
 	}
 }
 

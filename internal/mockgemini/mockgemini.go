@@ -20,8 +20,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/mockserver"
 )
 
 // Request is what the agent sent to generateContent, as far as tests need
@@ -155,10 +156,9 @@ type Server struct {
 	srv     *httptest.Server
 	respond Responder
 
-	mu       sync.Mutex
-	requests []Request
-	other    []string
-	n        int
+	// Log has the model calls received (Requests) and the other
+	// requests answered empty (Other).
+	mockserver.Log[Request]
 }
 
 // Start runs a mock answering with respond on a loopback port; Close stops
@@ -167,14 +167,7 @@ func Start(respond Responder) *Server {
 	s := &Server{respond: respond}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1beta/models/{call}", s.model)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		s.other = append(s.other, r.Method+" "+r.URL.Path)
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}"))
-	})
+	mux.HandleFunc("/", s.Empty)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	return s
@@ -182,21 +175,6 @@ func Start(respond Responder) *Server {
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the generateContent requests received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// Other returns the method and path of every request that was not a model
-// call, in order.
-func (s *Server) Other() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.other...)
-}
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := strings.Cut(r.PathValue("call"), ":")
@@ -227,16 +205,9 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Model, req.Stream, req.Raw = model, method == "streamGenerateContent", body
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	n := s.n
-	s.mu.Unlock()
+	n := s.Add(req)
 	defer func() {
-		s.mu.Lock()
-		s.requests[n-1].PromptTokens = req.PromptTokens
-		s.requests[n-1].CandidatesTokens = req.CandidatesTokens
-		s.mu.Unlock()
+		s.Update(n, func(r *Request) { r.PromptTokens, r.CandidatesTokens = req.PromptTokens, req.CandidatesTokens })
 	}()
 
 	var reply Reply

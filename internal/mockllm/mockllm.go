@@ -18,7 +18,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/mockserver"
 )
 
 // Request is what the agent sent to /v1/messages, as far as tests need it.
@@ -137,9 +138,9 @@ type Server struct {
 	srv     *httptest.Server
 	respond Responder
 
-	mu       sync.Mutex
-	requests []Request
-	n        int
+	// Log has the model calls received (Requests) and the other
+	// requests answered empty (Other).
+	mockserver.Log[Request]
 }
 
 // Start runs a mock answering with respond on a loopback port; Close
@@ -152,11 +153,7 @@ func Start(respond Responder) *Server {
 	// Anything else (telemetry, feature flags, account lookups) is
 	// answered empty rather than left to fail: the agents treat those as
 	// optional.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}"))
-	})
+	mux.HandleFunc("/", s.Empty)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	return s
@@ -164,13 +161,6 @@ func Start(respond Responder) *Server {
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the /v1/messages requests received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
 
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
@@ -191,12 +181,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Raw = body
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	n := s.n
+	n := s.Add(req)
 	id := fmt.Sprintf("msg_mock%04d", n)
-	s.mu.Unlock()
 
 	reply := s.respond(req)
 	for i := range reply.ToolUses {

@@ -21,8 +21,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/mockserver"
 )
 
 // Request is what the agent sent to /v1/responses, as far as tests need
@@ -164,10 +165,9 @@ type Server struct {
 	srv     *httptest.Server
 	respond Responder
 
-	mu       sync.Mutex
-	requests []Request
-	other    []string
-	n        int
+	// Log has the model calls received (Requests) and the other
+	// requests answered empty (Other).
+	mockserver.Log[Request]
 }
 
 // Start runs a mock answering with respond on a loopback port; Close stops
@@ -176,14 +176,7 @@ func Start(respond Responder) *Server {
 	s := &Server{respond: respond}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", s.responses)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		s.other = append(s.other, r.Method+" "+r.URL.Path)
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}"))
-	})
+	mux.HandleFunc("/", s.Empty)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	return s
@@ -191,20 +184,6 @@ func Start(respond Responder) *Server {
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the /v1/responses requests received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// Other returns the method and path of every other request, in order.
-func (s *Server) Other() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.other...)
-}
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -218,11 +197,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Raw = body
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	n := s.n
-	s.mu.Unlock()
+	n := s.Add(req)
 
 	reply := s.respond(req)
 	id := fmt.Sprintf("resp_mock%04d", n)
