@@ -434,3 +434,23 @@ func TestAgentSessionsBridgeOwnAfterRestart(t *testing.T) {
 	require.Len(t, st.Turns, 1, "its history came back from the state file")
 	assert.Equal(t, "replayed: hello there", acpTurnText(st.Turns[0].ResponseParts))
 }
+
+// TestAgentSessionsProbeNotListed: the throwaway session the bridge opens
+// to learn an agent's models is not listed as one of the agent's.
+func TestAgentSessionsProbeNotListed(t *testing.T) {
+	agentDir := t.TempDir()
+	p := acpScriptProvider(t, func(c *acp.Config) {
+		c.Env = []string{"SCRIPTAGENT_STATE_DIR=" + agentDir, "SCRIPTAGENT_AGENT_SESSIONS=list"}
+		c.ProbeModels = true
+	})
+	env := bridgetest.Start(t, []backend.Provider{p}, bridgetest.Options{ListRefresh: time.Nanosecond})
+	c := env.Client(t)
+	require.Eventually(t, func() bool {
+		root, err := c.Root()
+		return err == nil && len(root.Agents) == 1 && len(root.Agents[0].Models) > 0
+	}, acpTimeout, 20*time.Millisecond, "the probe learned the models")
+	require.FileExists(t, filepath.Join(agentDir, "sess-1.json"), "the agent keeps the probe's session")
+	items, err := c.ListSessions(bridgetest.Context(t, acpTimeout))
+	require.NoError(t, err)
+	assert.Empty(t, resources(items))
+}

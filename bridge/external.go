@@ -103,6 +103,18 @@ func (b *Bridge) noteAgentSession(c *chat, id string) {
 	b.ext.mu.Unlock()
 }
 
+// holdAgentSession keeps an agent session the bridge opened for itself
+// (the models probe's) out of the agent's list.
+func (b *Bridge) holdAgentSession(provider, id string) {
+	if id == "" {
+		return
+	}
+	b.ext.mu.Lock()
+	b.ext.init()
+	b.ext.held[listingKey{provider, id}] = true
+	b.ext.mu.Unlock()
+}
+
 // noteFork records the agent session a new chat forks (createChat with a
 // fork source, which the host accepted only where the agent can fork): the
 // source chat's, as it last reported it or as it was restored with.
