@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -30,6 +31,13 @@ type (
 // is "", else the conversation prev continued if the agent can, else a
 // new one reported as AttachFresh.
 func (s *session) attach(ctx context.Context, prev string) error {
+	if s.opts.Fork != "" && prev == "" {
+		if err := s.fork(ctx, s.opts.Fork); err != nil {
+			return err
+		}
+		s.attached(backend.AttachNew, "")
+		return nil
+	}
 	if prev == "" {
 		if err := s.create(ctx); err != nil {
 			return err
@@ -48,6 +56,10 @@ func (s *session) attach(ctx context.Context, prev string) error {
 	}
 	if a.caps.LoadSession {
 		tries = append(tries, sdk.AgentMethodSessionLoad)
+		if s.opts.Import {
+			// The bridge has none of its history: have the agent replay it.
+			tries = append([]string{sdk.AgentMethodSessionLoad}, slices.DeleteFunc(tries, func(m string) bool { return m == sdk.AgentMethodSessionLoad })...)
+		}
 	}
 	for _, method := range tries {
 		err := s.reopen(ctx, a, method, prev)
@@ -58,6 +70,12 @@ func (s *session) attach(ctx context.Context, prev string) error {
 			}
 			s.log.Info().Str("acp_session", prev).Str("method", method).Msg("agent session re-attached")
 			s.attached(how, "")
+			if s.opts.Import {
+				// The replayed history is the chat's before its first turn.
+				if err := s.queue.flush(ctx); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -95,19 +113,26 @@ func (s *session) reopen(ctx context.Context, a *agentProc, method, id string) e
 		return errors.New("session closed")
 	}
 	load := method == sdk.AgentMethodSessionLoad
+	// The replay of a session/load: dropped (the bridge has the
+	// conversation), or passed on for one of the agent's own sessions.
+	var start, end any = replayStart{}, replayEnd{}
+	if s.opts.Import {
+		start, end = backend.Replay{}, backend.Replay{Done: true}
+	}
 	if load {
-		s.queue.push(queueItem{event: replayStart{}})
+		s.queue.push(queueItem{event: start})
 	}
 	a.register(id, s)
 	// The same MCP servers as session/new (mcp.go); both requests have
 	// this shape.
 	servers, left := mcpServers(s.opts.McpServers, a.caps.McpCapabilities)
-	params := map[string]any{"sessionId": id, "cwd": s.cwd, "mcpServers": servers}
+	params := s.sessionParams(a, servers)
+	params["sessionId"] = id
 	// Raw, as session/new: claude-code-acp's answer carries `models`.
 	raw, err := a.call(ctx, method, params)
 	if load {
 		// Every update of the replay was queued before the answer.
-		s.queue.push(queueItem{event: replayEnd{}})
+		s.queue.push(queueItem{event: end})
 	}
 	if err != nil {
 		a.unregister(id, s)

@@ -92,6 +92,14 @@ type Config struct {
 	// earlier run (backend.ProviderInfo.ProbeModels).
 	ProbeModels bool
 
+	// ListAgentSessions lets the bridge start the agent only to list its
+	// own sessions (backend.AgentSessions.ListsWithoutRunning); without it
+	// they are listed only while the agent runs anyway.
+	ListAgentSessions bool
+	// HideAgentSessions never lists the agent's own sessions: SessionCaps
+	// reports no list, whatever the agent advertised.
+	HideAgentSessions bool
+
 	// OnInfoChanged, if set, is called (from an internal goroutine; it must
 	// not block) when Info's result changes, e.g. when the agent reports
 	// its models.

@@ -166,7 +166,7 @@ func (s *session) create(ctx context.Context) error {
 	}
 	// Raw, not through the SDK: its typed result has no `models`.
 	servers, left := mcpServers(s.opts.McpServers, a.caps.McpCapabilities)
-	raw, err := a.call(ctx, sdk.AgentMethodSessionNew, map[string]any{"cwd": s.cwd, "mcpServers": servers})
+	raw, err := a.call(ctx, sdk.AgentMethodSessionNew, s.sessionParams(a, servers))
 	if err != nil {
 		if isAuthRequired(err) {
 			return s.p.authRequired(a, err)
@@ -177,10 +177,16 @@ func (s *session) create(ctx context.Context) error {
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return fmt.Errorf("creating the agent session: the agent's answer cannot be read: %w", err)
 	}
-	id := resp.SessionID
-	if id == "" {
+	if resp.SessionID == "" {
 		return errors.New("creating the agent session: the agent returned no session id")
 	}
+	return s.adopt(ctx, a, resp, left)
+}
+
+// adopt makes the agent session a new one (session/new or session/fork)
+// answered with the session's.
+func (s *session) adopt(ctx context.Context, a *agentProc, resp newSessionResult, left []backend.McpServerStatus) error {
+	id := resp.SessionID
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -364,6 +370,8 @@ func (s *session) handle(it queueItem) {
 		evs = []backend.Event{backend.Custom{Kind: kind, Raw: it.raw}}
 	} else if kind == kindConfigOptionUpdate || kind == kindCurrentModeUpdate {
 		evs = s.mergeConfig(kind, evs)
+	} else if kind == kindUserMessageChunk && s.opts.Import {
+		evs = userMessage(it.raw) // the replay of one of the agent's own sessions
 	}
 	for _, ev := range evs {
 		if tc, ok := ev.(backend.ToolCall); ok {

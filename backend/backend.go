@@ -84,6 +84,15 @@ type SessionOptions struct {
 	// a new one. A backend that cannot continue it opens a new one and
 	// reports Attached with AttachFresh and why.
 	Resume string
+	// Import says Resume is one of the agent's own sessions the bridge
+	// holds no history of (agentsessions.go): the backend prefers having
+	// the agent replay it (ACP session/load), passing the replay on
+	// between Replay events, and else continues it without its history.
+	Import bool
+	// Fork is the agent's id of a conversation the new session starts as
+	// a copy of (ACP session/fork), or "" for none. A backend whose agent
+	// cannot fork fails OpenSession.
+	Fork string
 }
 
 // Sink receives events from a backend session. Implementations must return

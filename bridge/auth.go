@@ -141,7 +141,7 @@ func (b *Bridge) authChanged(provider string) {
 	if p == nil {
 		return
 	}
-	key := authKey(p.Info().Auth)
+	key := authKey(p.Info().Auth) + capsKey(p) // external.go: what the agent can do
 	b.mu.Lock()
 	same := b.authSeen[provider] == key
 	b.authSeen[provider] = key

@@ -65,6 +65,9 @@ type Options struct {
 	// provider's first session; nil keeps them for this run only
 	// (models.go).
 	Models ModelStore
+	// ListRefresh is how often at most an agent's own sessions are listed
+	// again (external.go); 3 s by default.
+	ListRefresh time.Duration
 }
 
 // Bridge is the host.Handler of ahp-bridge.
@@ -81,6 +84,8 @@ type Bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	ext externals // the agents' own sessions (external.go)
 
 	// storeMu orders the writes of providers' models (models.go).
 	storeMu sync.Mutex
@@ -145,6 +150,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 	ids := append([]string(nil), b.order...)
 	b.mu.Unlock()
 	b.seedModels(ids) // models.go
+	b.listAtStart()   // external.go
 	return b.publishAgents()
 }
 
@@ -163,12 +169,13 @@ func (b *Bridge) publishAgents() error {
 			Description: info.Description,
 			// Every chat is a backend session of its own, so a session can
 			// have several; none starts from another chat's history (ACP
-			// has no way to seed a session with a transcript).
-			Capabilities: &wire.AgentCapabilities{MultipleChats: &wire.MultipleChatsCapability{}},
+			// has no way to seed a session with a transcript) but a fork
+			// where the agent can (external.go).
+			Capabilities: agentCapabilities(b.providers[id]),
 			// Its sign-in methods (auth.go).
 			ProtectedResources: protectedResources(id, info.Auth),
 		}
-		b.authSeen[id] = authKey(info.Auth)
+		b.authSeen[id] = authKey(info.Auth) + capsKey(b.providers[id])
 		ai.Models = modelInfos(id, models)
 		agents = append(agents, ai)
 	}
@@ -316,6 +323,7 @@ func (b *Bridge) CreateChat(ctx context.Context, sessionURI, chatURI string, par
 		}
 	})
 	c := newChat(s, chatURI, cwd, false)
+	b.noteFork(chatURI, params) // external.go
 	if !b.add(s, c) {
 		return
 	}

@@ -75,6 +75,8 @@ type chat struct {
 	// restored is set for a chat the host brought back from its store: its
 	// backend session is opened on first use (restore.go).
 	restored *restoredChat
+	// replay is the agent's replay of its own session (replay.go).
+	replay replayState
 }
 
 type pendingPermission struct {
@@ -113,6 +115,8 @@ func (c *chat) open(ctx context.Context, settings []setting) {
 		Cwd:        c.cwd,
 		Model:      c.model,
 		Resume:     c.resumeID(),
+		Import:     c.imported(),
+		Fork:       c.forkSource(),
 		Roots:      c.sess.roots(c.cwd),  // mcp.go
 		McpServers: c.sess.mcp.servers(), // mcp.go
 	}, backend.SinkFunc(c.Event))
@@ -188,6 +192,9 @@ func (c *chat) fail(err error) {
 
 // Event receives the backend's events (backend.Sink).
 func (c *chat) Event(ev backend.Event) {
+	if c.replayed(ev) { // replay.go
+		return
+	}
 	var after []func()
 	c.mu.Lock()
 	switch e := ev.(type) {

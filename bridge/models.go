@@ -177,6 +177,9 @@ func (b *Bridge) probeModels(p backend.Provider) {
 	defer os.RemoveAll(dir)
 	settings := make(chan []backend.ConfigOption, 1)
 	sink := backend.SinkFunc(func(ev backend.Event) {
+		if e, ok := ev.(backend.Attached); ok {
+			b.holdAgentSession(id, e.ID) // external.go: not one to list
+		}
 		if e, ok := ev.(backend.ConfigChanged); ok {
 			select {
 			case settings <- e.Options:

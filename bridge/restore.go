@@ -39,6 +39,9 @@ type restoredChat struct {
 	// recorded).
 	agentID  string
 	settings []setting
+	// imported: agentID is one of the agent's own sessions, whose
+	// history the chat does not have (external.go).
+	imported bool
 }
 
 // RestoreSession implements host.SessionRestorer: the session and its
@@ -59,13 +62,15 @@ func (b *Bridge) RestoreSession(ctx context.Context, rs host.RestoredSession) {
 	s.changesLater = true // changes.go
 	s.changesCwd, _ = mapping.WorkingDirectory(s.dirs, nil)
 	settings := settingsOf(rs.Config)
+	imported := b.importing(rs.Session) // external.go
 	for _, rc := range rs.Chats {
 		cwd, cwdErr := mapping.WorkingDirectory(s.dirs, rc.WorkingDirectories)
 		c := newChat(s, rc.Chat, cwd, rc.Default)
 		if rc.Model != nil {
 			c.model = rc.Model.ID
 		}
-		c.restored = &restoredChat{agentID: rc.AgentSessionID, settings: settings}
+		c.restored = &restoredChat{agentID: rc.AgentSessionID, settings: settings, imported: imported && rc.Default}
+		b.noteAgentSession(c, rc.AgentSessionID) // external.go: not the agent's to list
 		if !b.add(s, c) {
 			return
 		}
@@ -158,6 +163,13 @@ func (c *chat) attachedLocked(e backend.Attached) {
 		}
 	}
 	c.log.Debug().Str("agent_session", e.ID).Str("how", string(e.How)).Msg("agent session attached")
+	c.b.noteAgentSession(c, e.ID) // external.go
+	if e.How == backend.AttachResumed && c.restored != nil && c.restored.imported {
+		c.notices = append(c.notices, resumedNotice)
+		if c.turnOpenLocked() {
+			c.noticesLocked(c.turn)
+		}
+	}
 	if e.How != backend.AttachFresh {
 		return
 	}

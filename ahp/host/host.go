@@ -177,6 +177,8 @@ type Host struct {
 	// mu is the sequencer lock. It guards seq, ring, channels, conns and
 	// every subscription set, and is always taken after a channel's own
 	// lock, never before.
+	ext externalState // the agents' own sessions (external.go)
+
 	mu       sync.Mutex
 	seq      int64
 	ring     *replayRing

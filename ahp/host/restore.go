@@ -133,6 +133,7 @@ func (h *Host) AgentSessionID(chat string) (string, bool) {
 // or one of its chats) when it is not in memory. Without a store, for a
 // live channel or for a URI the store does not hold, it does nothing.
 func (h *Host) restore(uri string) {
+	defer h.openExternal(uri) // external.go: when neither live nor stored
 	if h.ds == nil || uri == "" || uri == RootURI {
 		return
 	}
@@ -609,7 +610,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 		}
 		limit = int(min(*p.Limit, int64(1<<30)))
 	}
-	live := h.summaries()
+	live, extMore := h.withExternal(h.summaries(), p) // external.go
 	isLive := make(map[string]bool, len(live))
 	for _, s := range live {
 		isLive[s.Resource] = true
@@ -667,7 +668,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 		h.reply(r, nil, Errorf(CodeInternalError, "listing the stored sessions failed: %v", rows.err))
 		return
 	}
-	if len(res.Items) > 0 && (len(live) > 0 || nextStored() != nil) {
+	if len(res.Items) > 0 && (len(live) > 0 || nextStored() != nil || extMore && limit > 0) {
 		last := res.Items[len(res.Items)-1]
 		next := storeListCursor{M: last.ModifiedAt, R: last.Resource}
 		next.S, next.K = rows.position()

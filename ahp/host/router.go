@@ -146,12 +146,11 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 		return
 	}
 	r := &request{c: c, id: m.id, method: m.method, params: m.params}
-	if h.ds != nil {
-		// A stored session comes back the first time a request names it,
-		// before a codec looks up its chats.
-		if uri, perr := channelParam(m.params); perr == nil {
-			h.restore(uri)
-		}
+	// A stored session comes back the first time a request names it,
+	// before a codec looks up its chats; so does an agent's own session
+	// become the host's (external.go).
+	if uri, perr := channelParam(m.params); perr == nil {
+		h.restore(uri)
 	}
 	if cd := c.codec; cd != nil {
 		method, params, cerr := cd.Request(m.method, m.params)

@@ -420,8 +420,9 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 	if caps := agent.Capabilities; caps == nil || caps.MultipleChats == nil {
 		return nil, Errorf(CodeMethodNotFound, "the %s agent runs one chat per session: it does not advertise multipleChats", sess.session.Provider)
 	}
-	if p.Source != nil {
-		return nil, Errorf(CodeInvalidParams, "invalid params for createChat: the %s agent cannot fork chats or start side chats (its multipleChats capability offers neither)", sess.session.Provider)
+	fork, ferr := h.forkSourceLocked(sess, agent, p) // fork.go
+	if ferr != nil {
+		return nil, ferr
 	}
 	for _, d := range p.WorkingDirectories {
 		if !slices.Contains(sess.session.WorkingDirectories, d) {
@@ -441,9 +442,9 @@ func (h *Host) addChatLocked(sess *channel, p wire.CreateChatParams) (*channel, 
 		Title:              "",
 		Status:             wire.SessionStatusIdle,
 		ModifiedAt:         reducer.FormatTime(h.opts.Clock()),
-		Origin:             &wire.ChatOrigin{Value: &wire.ChatOriginUser{Kind: wire.ChatOriginKindUser}},
+		Origin:             fork.chatOrigin(),
 		WorkingDirectories: slices.Clone(p.WorkingDirectories),
-		Turns:              []wire.Turn{},
+		Turns:              fork.chatTurns(),
 	})
 	h.channels[p.Chat] = chat
 	h.mu.Unlock()
@@ -539,7 +540,7 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 		h.listSessionsStored(r, p)
 		return
 	}
-	items := h.summaries()
+	items, extMore := h.withExternal(h.summaries(), p) // external.go
 	if p.Cursor != nil {
 		cur, ok := decodeListCursor(*p.Cursor)
 		if !ok {
@@ -563,6 +564,8 @@ func (h *Host) listSessions(_ context.Context, r *request, _ string) {
 		if int64(len(items)) > *p.Limit {
 			res.Items = items[:*p.Limit]
 			res.NextCursor = wire.Ptr(encodeListCursor(res.Items[len(res.Items)-1]))
+		} else if extMore && len(items) > 0 {
+			res.NextCursor = wire.Ptr(encodeListCursor(items[len(items)-1]))
 		}
 	}
 	h.reply(r, res, nil)

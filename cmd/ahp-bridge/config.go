@@ -94,6 +94,11 @@ type AgentConfig struct {
 	// session of a provider whose catalogue lists no models. false waits
 	// for the provider's first session instead.
 	ProbeModels *bool `json:"probeModels,omitempty"`
+	// ListAgentSessions says how the agent's own sessions (those it keeps
+	// itself, e.g. made in a terminal) are listed to clients, when the
+	// agent can list them: unset lists them while the agent runs, true
+	// also starts the agent to list them, false never lists them.
+	ListAgentSessions *bool `json:"listAgentSessions,omitempty"`
 
 	flag string // the --acp value it came from, if any
 }

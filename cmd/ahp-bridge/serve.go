@@ -290,6 +290,9 @@ func buildAgent(a AgentConfig, readOnlyFiles bool, log zerolog.Logger) (builtPro
 		// Learn the models at start when no earlier run stored them, so
 		// that clients can pick one before the first session.
 		ProbeModels: a.ProbeModels == nil || *a.ProbeModels,
+		// The agent's own sessions in listSessions (README).
+		ListAgentSessions: a.ListAgentSessions != nil && *a.ListAgentSessions,
+		HideAgentSessions: a.ListAgentSessions != nil && !*a.ListAgentSessions,
 	}, log.With().Str("provider", a.ID).Logger())}, nil
 }
 

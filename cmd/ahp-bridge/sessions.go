@@ -20,7 +20,7 @@ import (
 const sessionsUsage = `usage: ahp-bridge sessions list [--state FILE]
        ahp-bridge sessions show [--state FILE] URI
        ahp-bridge sessions export [--state FILE] URI
-       ahp-bridge sessions delete [--state FILE] URI...
+       ahp-bridge sessions delete [--state FILE] [--config FILE | --acp ID=COMMAND]... URI...
 
 Inspects the sessions a bridge keeps in its state file (default
 ahp-bridge/state.db under the user's state directory, e.g.
@@ -35,7 +35,9 @@ ahp-bridge/state.db under the user's state directory, e.g.
   export  one session with every turn, as one JSON document on stdout
           (format ahp-bridge/session-export, version 1)
   delete  the sessions named, with their turns (disposeSession never
-          deletes a session with turns: it archives it; this does)
+          deletes a session with turns: it archives it; this does); with
+          the agents named (--config, --acp, as for serve), each agent
+          session behind them too, where the agent can (ACP session/delete)
 
 list, show and export only read the file, so they work while a bridge runs
 on it; delete needs the file to itself and refuses while a bridge holds it.
@@ -48,6 +50,10 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	var state string
 	flags := newFlagSet("sessions")
 	flags.StringVar(&state, "state", "", "the state `FILE` (default ahp-bridge/state.db in the user's state directory)")
+	var agentsFile string // delete: the agents whose own sessions go too (sessions_agent.go)
+	var agentFlags repeated
+	flags.StringVar(&agentsFile, "config", "", "delete: the agents of this config `FILE` delete their own sessions too")
+	flags.Var(&agentFlags, "acp", "delete: the agent `ID=COMMAND` deletes its own sessions too (repeatable)")
 	if len(args) == 0 {
 		return parseProblem("sessions", sessionsUsage, flags, argErrorf("which one: list, show, export or delete?"), stdout, stderr)
 	}
@@ -118,7 +124,11 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			err = doc.Encode(stdout)
 		}
 	case "delete":
-		err = deleteSessions(ctx, st, uris, stdout)
+		var agents *agentDeleter
+		if agents, err = newAgentDeleter(agentsFile, agentFlags, stdout); err == nil {
+			defer agents.close()
+			err = deleteSessions(ctx, st, uris, stdout, agents)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) && len(uris) == 1 {
@@ -202,10 +212,11 @@ func showSession(ctx context.Context, st store.Store, uri string, w io.Writer) e
 
 // deleteSessions deletes each session, saying so; it goes on past one that
 // is not stored, or that a running bridge holds, and reports them at the
-// end.
-func deleteSessions(ctx context.Context, st store.Store, uris []string, w io.Writer) error {
+// end. With agents named, each deleted session's agent sessions go too.
+func deleteSessions(ctx context.Context, st store.Store, uris []string, w io.Writer, agents *agentDeleter) error {
 	var missing, held []string
 	for _, u := range uris {
+		behind := agents.behind(ctx, st, u) // sessions_agent.go
 		err := st.DeleteSession(ctx, u)
 		var he *store.HeldError
 		switch {
@@ -219,6 +230,7 @@ func deleteSessions(ctx context.Context, st store.Store, uris []string, w io.Wri
 			return fmt.Errorf("deleting session %s: %w", u, err)
 		default:
 			fmt.Fprintf(w, "deleted %s\n", u)
+			agents.delete(ctx, behind) // sessions_agent.go
 		}
 	}
 	var problems []string

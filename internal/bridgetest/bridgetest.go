@@ -59,6 +59,8 @@ type Options struct {
 	// host sends and the host's own queue fills after a few frames instead
 	// of megabytes.
 	SendBuffer int
+	// ListRefresh is the bridge's Options.ListRefresh.
+	ListRefresh time.Duration
 }
 
 // sendBufferListener sets the send buffer of each accepted connection.
@@ -112,7 +114,7 @@ func Start(t testing.TB, providers []backend.Provider, opts Options) *Env {
 		policy, err = mapping.ParsePolicy(opts.Approve)
 		require.NoError(t, err)
 	}
-	b := bridge.New(providers, bridge.Options{Approve: policy, Logger: log.With().Str("component", "bridge").Logger()})
+	b := bridge.New(providers, bridge.Options{Approve: policy, Logger: log.With().Str("component", "bridge").Logger(), ListRefresh: opts.ListRefresh})
 	b.Attach(h)
 	h.SetHandler(b)
 	require.NoError(t, b.Start(t.Context()))

@@ -92,7 +92,9 @@
 // streaming is visible to a person watching; with SCRIPTAGENT_NEW_DELAY_MS=N
 // session/new answers only after N ms. SCRIPTAGENT_SESSIONS makes it
 // advertise session/resume and session/load, and SCRIPTAGENT_STATE_DIR keeps
-// its sessions across runs (sessions.go).
+// its sessions across runs (sessions.go); SCRIPTAGENT_AGENT_SESSIONS makes it
+// advertise session/list, session/fork, session/delete and
+// additionalDirectories (agentsessions.go).
 // SCRIPTAGENT_CAPS=LIST sets the capabilities initialize announces: a comma
 // list of image, audio, embeddedContext (promptCapabilities) and http, sse
 // (mcpCapabilities), or "none"; embeddedContext alone by default. With
@@ -335,6 +337,7 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		if resume {
 			sessCaps["resume"] = map[string]any{}
 		}
+		agentSessionCaps(sessCaps) // agentsessions.go
 		res := map[string]any{
 			"protocolVersion":   1,
 			"agentCapabilities": capabilities(load, sessCaps),
@@ -459,6 +462,8 @@ func (a *agent) handle(method string, params json.RawMessage) (any, error) {
 		return a.prompt(params)
 	case "session/resume", "session/load":
 		return a.reopen(method, params)
+	case "session/list", "session/fork", "session/delete":
+		return a.agentSessions(method, params) // agentsessions.go
 	}
 	return nil, &rpcError{Code: -32601, Message: "Method not found: " + method}
 }
