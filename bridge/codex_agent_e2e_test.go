@@ -92,10 +92,7 @@ func TestCodexAgent(t *testing.T) {
 	r, llm := codexRig(t)
 	// First, alone: the agent's first session (issue 26, finding 2).
 	t.Run("FirstSessionMode", func(t *testing.T) { codexFirstSessionMode(t, r.forTest(t), llm) })
-	for _, sc := range []struct {
-		name string
-		run  func(*testing.T, *acpRig, *mockopenai.Server)
-	}{
+	runAgentScenarios(t, r, llm, []agentScenario[*mockopenai.Server]{
 		{"Text", codexText},
 		{"ShellWithoutApproval", codexShellWithoutApproval},
 		{"ShellWithApproval", codexShellWithApproval},
@@ -103,12 +100,7 @@ func TestCodexAgent(t *testing.T) {
 		{"Cancel", codexCancel},
 		{"ModelChange", codexModelChange},
 		{"TwoSessions", codexTwoSessions},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			sc.run(t, r.forTest(t), llm)
-		})
-	}
+	})
 }
 
 // codexRig is a bridge over codex-acp against a scripted mock.

@@ -68,10 +68,7 @@ func geminiProvider(t *testing.T, llm *mockgemini.Server) *acp.Provider {
 // same time, as a client that uses several sessions would.
 func TestGeminiAgent(t *testing.T) {
 	r, llm := geminiRig(t)
-	for _, sc := range []struct {
-		name string
-		run  func(*testing.T, *acpRig, *mockgemini.Server)
-	}{
+	runAgentScenarios(t, r, llm, []agentScenario[*mockgemini.Server]{
 		{"Text", geminiText},
 		{"ShellWithoutApproval", geminiShellWithoutApproval},
 		{"ShellWithApproval", geminiShellWithApproval},
@@ -79,12 +76,7 @@ func TestGeminiAgent(t *testing.T) {
 		{"Cancel", geminiCancel},
 		{"ModelChange", geminiModelChange},
 		{"TwoSessions", geminiTwoSessions},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			sc.run(t, r.forTest(t), llm)
-		})
-	}
+	})
 }
 
 // geminiRig is a bridge over Gemini CLI against a scripted mock.

@@ -148,6 +148,25 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 // checks that each scenario passed.
 const slowAgentsEnv = "AHP_BRIDGE_SLOW_AGENTS"
 
+// agentScenario is one scenario of a slow-tier agent, played against the
+// mock M of its model's API.
+type agentScenario[M any] struct {
+	name string
+	run  func(*testing.T, *acpRig, M)
+}
+
+// runAgentScenarios runs the scenarios at the same time, each in sessions
+// of its own on one rig (one agent process), as a client that uses several
+// sessions would.
+func runAgentScenarios[M any](t *testing.T, r *acpRig, llm M, scenarios []agentScenario[M]) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(t, r.forTest(t), llm)
+		})
+	}
+}
+
 // slowAgentTier skips the test unless slowAgentsEnv is 1.
 func slowAgentTier(t *testing.T) {
 	t.Helper()
