@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,6 +169,45 @@ func testAgentSessionsListed(t *testing.T, withStore bool) {
 	again := r.list(wire.ListSessionsParams{})
 	assert.Equal(t, []string{"script:/ext-a", "script:/ext-b", "script:/ext-c"}, resources(again.Items))
 	assert.Equal(t, []map[string]any{{}, {"cursor": "off:2"}, {"cwd": r.other}}, r.requests("session/list"))
+}
+
+// TestAgentSessionsAnnouncedToTheRoot: a client subscribed to the root
+// hears of each agent session (root/sessionAdded, once) when a listing
+// finds it, as it hears of the bridge's own.
+func TestAgentSessionsAnnouncedToTheRoot(t *testing.T) {
+	r := newAgentSessionsRig(t, "load", "list", time.Nanosecond)
+	watcher := r.env.Client(t) // subscribed to the root
+	var mu sync.Mutex
+	added := map[string]int{}
+	go func() { // ends when the client is closed at the test's end
+		for {
+			ev, err := watcher.Next(context.Background())
+			if err != nil {
+				return
+			}
+			var p wire.SessionAddedParams
+			if ev.Method == "root/sessionAdded" && json.Unmarshal(ev.Params, &p) == nil {
+				mu.Lock()
+				added[p.Summary.Resource]++
+				mu.Unlock()
+			}
+		}
+	}()
+	count := func(uri string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return added[uri]
+	}
+	r.list(wire.ListSessionsParams{})
+	require.Eventually(t, func() bool { return count("script:/ext-a") == 1 && count("script:/ext-b") == 1 }, acpTimeout, 10*time.Millisecond,
+		"the root's subscribers heard of the agent's sessions")
+	r.agentSession("ext-d", r.cwd, "New in the terminal", time.Now(), "new")
+	r.list(wire.ListSessionsParams{})
+	require.Eventually(t, func() bool { return count("script:/ext-d") == 1 }, acpTimeout, 10*time.Millisecond,
+		"a session made in the terminal meanwhile is announced at the next listing")
+	r.list(wire.ListSessionsParams{})
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, 1, count("script:/ext-a"), "each is announced once")
 }
 
 // TestAgentSessionsRefreshed: once the refresh interval passed, the next

@@ -72,6 +72,9 @@ type externalState struct {
 	// URI the store did not hold was looked up. Guarded by mu.
 	stored map[string]bool
 	absent map[string]time.Time
+	// announced are the external URIs root subscribers were told of
+	// (root/sessionAdded), so that each is announced once. Guarded by mu.
+	announced map[string]bool
 }
 
 // absentFor is how long a URI the state store did not hold is taken to be
@@ -100,12 +103,32 @@ func (h *Host) withExternal(live []wire.SessionSummary, p wire.ListSessionsParam
 		held[s.Resource] = true
 	}
 	out := live
+	var fresh []wire.SessionSummary
 	for _, s := range ext {
 		if held[s.Resource] || h.lookup(s.Resource) != nil || h.inStore(s.Resource) {
 			continue
 		}
 		held[s.Resource] = true
 		out = append(out, s)
+		h.ext.mu.Lock()
+		if !h.ext.announced[s.Resource] {
+			if h.ext.announced == nil {
+				h.ext.announced = map[string]bool{}
+			}
+			h.ext.announced[s.Resource] = true
+			fresh = append(fresh, s)
+		}
+		h.ext.mu.Unlock()
+	}
+	// The root's session summaries include them too: subscribers of the
+	// root hear of each agent session the first time a listing finds it,
+	// as of any session another bridge or a client adds.
+	if len(fresh) > 0 {
+		h.mu.Lock()
+		for _, s := range fresh {
+			h.broadcastRootLocked("root/sessionAdded", wire.SessionAddedParams{Channel: RootURI, Summary: s})
+		}
+		h.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b wire.SessionSummary) int {
 		return cmp.Or(-cmp.Compare(a.ModifiedAt, b.ModifiedAt), -cmp.Compare(a.Resource, b.Resource))
