@@ -37,7 +37,7 @@ import (
 // holds the agent's id of it.
 const (
 	AgentSessionMeta   = "ahp-bridge/agentSession"
-	AgentSessionIDMeta = "ahp-bridge/agentSessionId"
+	AgentSessionIDMeta = host.ExternalAgentSessionIDMeta
 )
 
 // listRefresh is how often at most an agent's session list is fetched

@@ -24,6 +24,7 @@ var migrations = []migration{
 	{name: "a long completed turn stored in chunks", sql: schemaV3},
 	{name: "clients' dialects and subscriptions, and the models each provider offered", sql: schemaV4},
 	{name: "bridges holding sessions, and the catalogue's change counter", sql: schemaV5},
+	{name: "chats found by their agent session", sql: schemaV6},
 }
 
 // schemaV1 creates everything. Times are Unix nanoseconds in UTC, so that
@@ -173,6 +174,13 @@ CREATE TABLE removed_sessions (
 	session_uri TEXT    NOT NULL,
 	removed_ns  INTEGER NOT NULL
 );
+`
+
+// schemaV6 finds a chat by the agent's id of its session, so that an agent's
+// own session list (issue 29) can leave out the sessions a stored chat of
+// the bridge already talks to.
+const schemaV6 = `
+CREATE INDEX chats_by_acp_session ON chats (acp_session_id);
 `
 
 // versionTable records the schema version; it exists before migration 1 so

@@ -958,6 +958,23 @@ func (s *SQLite) ProviderModels(ctx context.Context, provider string) (json.RawM
 	return json.RawMessage(b), nil
 }
 
+// HasAgentSession implements Store.
+func (s *SQLite) HasAgentSession(ctx context.Context, provider, agentSessionID string) (bool, error) {
+	if err := s.usable(false); err != nil {
+		return false, err
+	}
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM chats c JOIN sessions s ON s.uri = c.session_uri
+		WHERE c.acp_session_id = ? AND s.provider = ? LIMIT 1`, agentSessionID, provider).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking for a chat of agent session %q of provider %q: %w", agentSessionID, provider, err)
+	}
+	return true, nil
+}
+
 // --- reads ---
 
 // ListSessions implements Store. Sessions are ordered by modification time,

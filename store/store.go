@@ -73,6 +73,10 @@ type Store interface {
 	// ErrNotFound if none are.
 	ProviderModels(ctx context.Context, provider string) (json.RawMessage, error)
 
+	// HasAgentSession reports whether a stored chat of a session of
+	// provider talks to the agent's session agentSessionID.
+	HasAgentSession(ctx context.Context, provider, agentSessionID string) (bool, error)
+
 	// PutClient creates or replaces a client's record: the protocol
 	// dialect it negotiated and what it subscribed to, so that a restarted
 	// bridge can answer its `reconnect` (clients.go).

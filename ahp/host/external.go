@@ -40,6 +40,13 @@ type ExternalSessions interface {
 	ExternalOpened(ctx context.Context, session string)
 }
 
+// ExternalAgentSessionIDMeta is the key of an external summary's `_meta`
+// that holds the agent's id of the session: the host leaves out those a
+// stored chat of the same provider already talks to (a session the bridge
+// made before a restart, not loaded since), so that no session is listed
+// twice.
+const ExternalAgentSessionIDMeta = "ahp-bridge/agentSessionId"
+
 // ExternalQuery is what a listSessions asks of the external sessions.
 type ExternalQuery struct {
 	// WorkingDirectory is the client's (listSessions
@@ -105,7 +112,7 @@ func (h *Host) withExternal(live []wire.SessionSummary, p wire.ListSessionsParam
 	out := live
 	var fresh []wire.SessionSummary
 	for _, s := range ext {
-		if held[s.Resource] || h.lookup(s.Resource) != nil || h.inStore(s.Resource) {
+		if held[s.Resource] || h.lookup(s.Resource) != nil || h.inStore(s.Resource) || h.agentSessionStored(s) {
 			continue
 		}
 		held[s.Resource] = true
@@ -174,6 +181,48 @@ func (h *Host) inStore(uri string) bool {
 	h.ext.stored[uri] = true
 	h.ext.mu.Unlock()
 	return true
+}
+
+// agentSessionStored reports whether a stored chat of the summary's
+// provider talks to the agent session the summary stands for. Answers are
+// kept like inStore's: a found one for good, a missing one for absentFor.
+func (h *Host) agentSessionStored(s wire.SessionSummary) bool {
+	id, _ := s.Meta[ExternalAgentSessionIDMeta].(string)
+	if h.ds == nil || id == "" {
+		return false
+	}
+	key := "agent\x00" + s.Provider + "\x00" + id
+	h.ext.mu.Lock()
+	known := h.ext.stored[key]
+	at, absent := h.ext.absent[key]
+	h.ext.mu.Unlock()
+	if known {
+		return true
+	}
+	if absent && time.Since(at) < absentFor {
+		return false
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	has, err := h.ds.st.HasAgentSession(ctx, s.Provider, id)
+	if err != nil {
+		h.log.Debug().Err(err).Str("agent_session", id).Msg("the state store could not say whether a chat talks to an agent session")
+		return false
+	}
+	h.ext.mu.Lock()
+	defer h.ext.mu.Unlock()
+	if has {
+		if h.ext.stored == nil {
+			h.ext.stored = map[string]bool{}
+		}
+		h.ext.stored[key] = true
+	} else {
+		if h.ext.absent == nil {
+			h.ext.absent = map[string]time.Time{}
+		}
+		h.ext.absent[key] = time.Now()
+	}
+	return has
 }
 
 // openExternal makes the external session uri names (the session, or its
