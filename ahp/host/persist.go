@@ -507,6 +507,7 @@ func onlyTurnGone(err error) bool {
 // checkpointer's goroutine, and hands the store those pieces as they are
 // (checkpoint.go: what is encoded, and what the checkpointer makes of it).
 func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc {
+	parts := new(partCache) // the turn's tool calls, encoded once each (checkpoint.go)
 	return func(from map[string]int) (store.TurnSnapshot, error) {
 		ch.mu.Lock()
 		t := ch.chat.st.ActiveTurn // its texts are read below, not synced
@@ -517,7 +518,7 @@ func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc
 		cp := copyActiveTurn(t)
 		texts := readTurnTexts(&ch.chat.stream, t, from)
 		ch.mu.Unlock()
-		snap, err := turnSnapshot(cp)
+		snap, err := turnSnapshotCached(cp, parts)
 		if err != nil {
 			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
