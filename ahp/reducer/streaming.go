@@ -51,6 +51,13 @@ type Streaming struct {
 // filled one costs little.
 const ropePiece = 64 << 10
 
+// ropeFirstPiece is the smallest first piece of a lazy text: the pieces
+// start at about twice the first delta and double up to ropePiece, so that
+// the many short texts of a turn that calls tools (one per stretch of text
+// between tool calls) do not each hold 64 KiB (issue 28: hundreds of busy
+// sessions).
+const ropeFirstPiece = 1 << 10
+
 // rope is a lazily kept text. base is what the part's Content holds (and
 // held when it was last synced); buf holds base's bytes, and may have room
 // after them; what was appended since goes into that room while it lasts,
@@ -107,11 +114,15 @@ func (r *rope) add(s string) {
 	}
 	r.n += len(s)
 	for s != "" {
-		if len(r.pieces) == 0 || len(r.pieces[len(r.pieces)-1]) == ropePiece {
-			r.pieces = append(r.pieces, make([]byte, 0, ropePiece))
+		if n := len(r.pieces); n == 0 || len(r.pieces[n-1]) == cap(r.pieces[n-1]) {
+			c := max(ropeFirstPiece, 2*len(s))
+			if n > 0 {
+				c = 2 * cap(r.pieces[n-1])
+			}
+			r.pieces = append(r.pieces, make([]byte, 0, min(c, ropePiece)))
 		}
 		last := &r.pieces[len(r.pieces)-1]
-		k := min(len(s), ropePiece-len(*last))
+		k := min(len(s), cap(*last)-len(*last))
 		*last = append(*last, s[:k]...)
 		s = s[k:]
 	}

@@ -559,3 +559,39 @@ func TestStreamingPending(t *testing.T) {
 	assert.Zero(t, st.Pending(), "the turn's end joined every text")
 	require.Len(t, s.Turns, 1)
 }
+
+// A short lazy text holds little more than itself: its pieces start small
+// and double (issue 28: a turn with a tool call every few seconds streams
+// many short texts, and hundreds of sessions stream at once); a long one
+// still ends in full-size pieces.
+func TestStreamingShortTextHoldsLittle(t *testing.T) {
+	held := func(r *rope) (n int) {
+		for _, p := range r.pieces {
+			n += cap(p)
+		}
+		return n + cap(r.buf)
+	}
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	st := Streaming{Lazy: true}
+	st.Chat(s, wire.Action(&wire.ChatTurnStartedAction{TurnID: "t", Message: wire.Message{Text: "go"}}), chatStreamClock)
+	st.Chat(s, wire.Action(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p"})}), chatStreamClock)
+	var want strings.Builder
+	for i := range 40 {
+		chunk := strings.Repeat(string(rune('a'+i%26)), 20+i*7%180)
+		want.WriteString(chunk)
+		st.Chat(s, wire.Action(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: chunk}), chatStreamClock)
+	}
+	r := st.ropes[streamingKey{id: "p"}]
+	require.NotNil(t, r)
+	assert.LessOrEqual(t, held(r), 4*want.Len(), "a %d-byte text holds %d bytes", want.Len(), held(r))
+	content := &s.ActiveTurn.ResponseParts[0].Value.(*wire.MarkdownResponsePart).Content
+	pieces, n := st.TextFrom(content, 0)
+	assert.Equal(t, want.Len(), n)
+	assert.Equal(t, want.String(), strings.Join(pieces, ""))
+
+	for range 40 {
+		st.Chat(s, wire.Action(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: strings.Repeat("z", 16<<10)}), chatStreamClock)
+	}
+	assert.Equal(t, ropePiece, cap(r.pieces[len(r.pieces)-1]), "a long text's pieces reach full size")
+	assert.Less(t, len(r.pieces), 40*(16<<10)/ropePiece+8, "and are few")
+}
