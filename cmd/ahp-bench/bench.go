@@ -16,6 +16,7 @@ import (
 // Config selects what Run measures.
 type Config struct {
 	Bin         string        // the ahp-bridge binary (serve and demo-agent)
+	Agent       string        // the binary whose demo-agent the bridges serve (default Bin)
 	Chunks      int           // chunks per flood for direct / 1 / 10 clients
 	FanoutN     int           // chunks per flood with 100 clients on one session
 	SessionsN   int           // chunks per session with 100 sessions

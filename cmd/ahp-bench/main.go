@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var cfg Config
 	var only, out, protos string
 	fs.StringVar(&cfg.Bin, "bin", "", "the ahp-bridge `BINARY` to measure (required)")
+	fs.StringVar(&cfg.Agent, "agent", "", "the ahp-bridge `BINARY` whose demo-agent the bridges serve (default -bin; set it to compare an older bridge with today's agent)")
 	fs.IntVar(&cfg.Chunks, "n", 100000, "chunks per flood (direct, 1 and 10 clients)")
 	fs.IntVar(&cfg.FanoutN, "n-fanout", 0, "chunks per flood with 100 clients (default n/10)")
 	fs.IntVar(&cfg.SessionsN, "n-sessions", 0, "chunks per session with 100 sessions (default n/100)")
@@ -82,6 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Bin = bin
+	if cfg.Agent != "" {
+		if cfg.Agent, err = filepath.Abs(cfg.Agent); err != nil {
+			fmt.Fprintf(stderr, "ahp-bench: -agent: %v\n", err)
+			return 2
+		}
+	}
 	for _, f := range strings.Split(scaleN, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {

@@ -60,7 +60,7 @@ type probe struct {
 	// checks that serverSeq increases on every channel (seqErrors).
 	approver, checkSeq bool
 	turnPrefix         string // "chat/" or "session/" (0.3.0): where the probe's turn actions go
-	seqs               map[string]int64
+	seqs               []chanSeq
 	clientSeq          int
 
 	// stalled, when set, holds the read loop before its next frame until
@@ -246,13 +246,23 @@ func (p *probe) checkServerSeq(frame []byte) {
 		p.seqErrors++
 		return
 	}
-	if p.seqs == nil {
-		p.seqs = map[string]int64{}
+	for i := range p.seqs {
+		if e := &p.seqs[i]; e.channel == string(ch) {
+			if seq <= e.seq {
+				p.seqErrors++
+			}
+			e.seq = seq
+			return
+		}
 	}
-	if last, ok := p.seqs[string(ch)]; ok && seq <= last {
-		p.seqErrors++
-	}
-	p.seqs[string(ch)] = seq
+	p.seqs = append(p.seqs, chanSeq{string(ch), seq})
+}
+
+// chanSeq is the last serverSeq a probe saw on a channel (a probe follows
+// one or two).
+type chanSeq struct {
+	channel string
+	seq     int64
 }
 
 // approve answers a tool call that waits for a confirmation (a

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"time"
-
-	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
 )
 
 // scScale is the scale scenario (issue 28): many busy sessions on one
@@ -195,15 +193,6 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 	return f, nil
 }
 
-// scaleChunkBytes is the mean size of a scale chunk (for the report).
-func scaleChunkBytes(cfg Config, chunks int) float64 {
-	var sum int
-	for i := range chunks {
-		sum += max(scriptagent.BenchChunkSize(i, cfg.ScaleMinSize, cfg.ScaleMaxSize), stampLen+9)
-	}
-	return float64(sum) / float64(max(chunks, 1))
-}
-
 // printScale writes the scale flows and their growth from the smallest N to
 // the largest.
 func printScale(w io.Writer, r *Report) {
@@ -216,16 +205,26 @@ func printScale(w io.Writer, r *Report) {
 	if len(fs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%-10s %4s %7s %8s %8s %8s %9s %9s %9s %10s %8s %9s %9s %9s\n", "scale", "run", "clients", "cpu %",
-		"RSS MiB", "peak MiB", "p50 µs", "p99 µs", "max µs", "frames/s", "MB/s", "µs/frame", "µs/chunk", "approvals")
+	fmt.Fprintf(w, "\n%-10s %4s %7s %8s %8s %8s %9s %9s %9s %10s %8s %9s %9s %9s %7s %7s\n", "scale", "run", "clients", "cpu %",
+		"RSS MiB", "peak MiB", "p50 µs", "p99 µs", "max µs", "frames/s", "MB/s", "µs/frame", "µs/chunk", "approvals", "stream", "errors")
 	for _, f := range fs {
 		run := "-"
 		if f.Run > 0 {
 			run = fmt.Sprint(f.Run)
 		}
-		fmt.Fprintf(w, "%-10s %4s %7d %8.1f %8.1f %8.1f %9.0f %9.0f %9.0f %10.0f %8.2f %9.2f %9.2f %9d\n", f.Name, run, f.TotalClients,
+		fmt.Fprintf(w, "%-10s %4s %7d %8.1f %8.1f %8.1f %9.0f %9.0f %9.0f %10.0f %8.2f %9.2f %9.2f %9d %6.1fs %7d\n", f.Name, run, f.TotalClients,
 			f.CPUPercent, f.RSSMiB, f.PeakRSSMiB, f.P50Micros, f.P99Micros, f.MaxMicros, f.FramesPerSec, f.BytesPerSec/1e6,
-			f.CPUPerFrameMicros, f.CPUPerDeliveryMicros, f.Approvals)
+			f.CPUPerFrameMicros, f.CPUPerDeliveryMicros, f.Approvals, f.Seconds, f.Corrupt+f.Misordered+f.SeqErrors)
+	}
+	for _, f := range fs {
+		if want := float64(f.Chunks) / float64(max(f.Rate, 1)); f.Seconds > 1.2*want+1 {
+			fmt.Fprintf(w, "%s: the stream took %.1f s where its pace makes %.1f s: the readers or the agent did not keep up, so its figures are not the bridge's at that pace\n",
+				f.Name, f.Seconds, want)
+		}
+		if n := f.Corrupt + f.Misordered + f.SeqErrors; n > 0 {
+			fmt.Fprintf(w, "%s: %d chunks or frames were not exactly the agent's, in order (corrupt %d, misordered %d, serverSeq %d)\n",
+				f.Name, n, f.Corrupt, f.Misordered, f.SeqErrors)
+		}
 	}
 	fmt.Fprintf(w, "scale: %s\n", fs[0].Pinning)
 	lo, hi := fs[0], fs[0]
