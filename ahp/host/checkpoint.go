@@ -359,6 +359,27 @@ type partCache struct {
 	mu         sync.Mutex
 	prev, next map[any][]byte
 	size       int // of the last snapshot's data: the next one's is about as long
+
+	// The last snapshot's data, of the turn at turn when the chat's
+	// turnRev was rev: while neither moved, only texts grew (they are not
+	// in the data), and the data is the same (issue 28).
+	rev      uint64
+	turn     *wire.ActiveTurn
+	lastData json.RawMessage
+}
+
+// data returns the last snapshot's data if it was taken of turn t at rev.
+func (c *partCache) data(rev uint64, t *wire.ActiveTurn) (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastData, c.lastData != nil && c.turn == t && c.rev == rev
+}
+
+// keep notes the data of a snapshot of turn t taken at rev.
+func (c *partCache) keep(rev uint64, t *wire.ActiveTurn, data json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rev, c.turn, c.lastData = rev, t, data
 }
 
 // sizeHint is the capacity to give the next snapshot's data.

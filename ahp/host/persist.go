@@ -515,13 +515,20 @@ func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc
 			ch.mu.Unlock()
 			return store.TurnSnapshot{}, errTurnGone
 		}
-		cp := copyActiveTurn(t)
+		rev := ch.chat.turnRev
 		texts := readTurnTexts(&ch.chat.stream, t, from)
+		if data, ok := parts.data(rev, t); ok {
+			// Only texts grew since the last snapshot: its data stands.
+			ch.mu.Unlock()
+			return store.TurnSnapshot{Data: data, Texts: checkpointTexts(texts)}, nil
+		}
+		cp := copyActiveTurn(t)
 		ch.mu.Unlock()
 		snap, err := turnSnapshotCached(cp, parts)
 		if err != nil {
 			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
+		parts.keep(rev, t, snap.Data)
 		snap.Texts = checkpointTexts(texts)
 		return snap, nil
 	}
