@@ -68,6 +68,7 @@ type rope struct {
 	buf     []byte // base's bytes, then appended ones; never written below len
 	pieces  [][]byte
 	n       int // bytes in pieces
+	joins   int // mid-turn syncs that joined pieces
 }
 
 func newRope(content *string) *rope {
@@ -82,15 +83,21 @@ func newRope(content *string) *rope {
 // sync writes the rope's text to its part's Content. Text appended in buf's
 // room costs nothing to sync; text in pieces is joined with buf in one
 // allocation: of the text's exact size when no more text is expected
-// (final), else of twice that, for the text still to come, so that a text
-// synced often (a checkpoint every 250 ms) is copied in amortised O(1) per
-// byte, as by append, rather than whole at every sync.
+// (final) and the first time it is synced mid-turn (most texts are synced
+// mid-turn once, by the tool call that follows them, and never grow again:
+// room for more would be kept with the chat for nothing, issue 28), and of
+// twice that from the second time on, for the text still to come, so that a
+// text synced often is copied in amortised O(1) per byte, as by append,
+// rather than whole at every sync.
 func (r *rope) sync(final bool) {
 	if r.n > 0 {
 		total := len(r.buf) + r.n
 		c := total
-		if !final {
+		if !final && r.joins > 0 {
 			c = 2 * total
+		}
+		if !final {
+			r.joins++
 		}
 		b := make([]byte, 0, c)
 		b = append(b, r.buf...)
