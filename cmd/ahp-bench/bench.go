@@ -167,7 +167,10 @@ type Flow struct {
 	// CPUPercent is the bridge's CPU time over the flow's seconds, in
 	// percent of one core, and CPUPerFrameMicros and CPUPerDeliveryMicros
 	// divide it by the frames and by the chunks the clients received;
-	// RSSMiB is the bridge's resident set at the end. SeqErrors counts
+	// RSSMiB is the bridge's resident set at the end, StreamRSSMiB its
+	// largest while the sessions streamed (sampled every 250 ms until the
+	// first client had its last chunk: the turns' ends, all at once, are in
+	// PeakRSSMiB). SeqErrors counts
 	// action frames whose serverSeq did not increase on their channel,
 	// Approvals the confirmations the clients sent; Pinning says which
 	// CPUs the bridge and the rest ran on.
@@ -180,6 +183,7 @@ type Flow struct {
 	CPUPerFrameMicros    float64 `json:"cpuMicrosPerFrame,omitempty"`
 	CPUPerDeliveryMicros float64 `json:"cpuMicrosPerDelivery,omitempty"`
 	RSSMiB               float64 `json:"rssMiB,omitempty"`
+	StreamRSSMiB         float64 `json:"streamRssMiB,omitempty"`
 	SeqErrors            int     `json:"serverSeqErrors"`
 	Approvals            int     `json:"approvals,omitempty"`
 	Pinning              string  `json:"pinning,omitempty"`

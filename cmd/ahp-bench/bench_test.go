@@ -201,6 +201,7 @@ func TestScaleSmoke(t *testing.T) {
 	assert.Positive(t, f.FramesPerSec)
 	assert.Positive(t, f.BytesPerSec)
 	assert.Positive(t, f.RSSMiB)
+	assert.Positive(t, f.StreamRSSMiB)
 	assert.GreaterOrEqual(t, f.P99Micros, f.P50Micros)
 	assert.NotEmpty(t, f.Pinning)
 

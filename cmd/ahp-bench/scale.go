@@ -153,11 +153,39 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 			return Flow{}, err
 		}
 	}
+	// The bridge's resident set while the sessions stream: sampled every
+	// 250 ms until the first client has its last chunk (the turns then
+	// end, all at once, which the peak includes).
+	var streamRSS int64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if u, err := readProc(bp.pid()); err == nil {
+				streamRSS = max(streamRSS, u.RSS)
+			}
+			for _, p := range probes {
+				select {
+				case <-p.full:
+					return
+				default:
+				}
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for _, p := range probes {
 		if err := p.waitFull(ctx); err != nil {
 			return Flow{}, fmt.Errorf("%w; the bridge's log ends with: %s", err, bp.stderr.String())
 		}
 	}
+	<-sampled
 	after, agentAfter, err := bp.usage()
 	if err != nil {
 		return Flow{}, err
@@ -179,6 +207,7 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 	f.AgentCPUSeconds = (agentAfter - agentBefore).Seconds()
 	f.PeakRSSMiB = float64(after.PeakRSS) / (1 << 20)
 	f.RSSMiB = float64(after.RSS) / (1 << 20)
+	f.StreamRSSMiB = float64(streamRSS) / (1 << 20)
 	if f.Seconds > 0 {
 		f.FramesPerSec = float64(frames) / f.Seconds
 		f.BytesPerSec = float64(bytes) / f.Seconds
@@ -213,7 +242,7 @@ func printScale(w io.Writer, r *Report) {
 			run = fmt.Sprint(f.Run)
 		}
 		fmt.Fprintf(w, "%-10s %4s %7d %8.1f %8.1f %8.1f %9.0f %9.0f %9.0f %10.0f %8.2f %9.2f %9.2f %9d %6.1fs %7d\n", f.Name, run, f.TotalClients,
-			f.CPUPercent, f.RSSMiB, f.PeakRSSMiB, f.P50Micros, f.P99Micros, f.MaxMicros, f.FramesPerSec, f.BytesPerSec/1e6,
+			f.CPUPercent, f.StreamRSSMiB, f.PeakRSSMiB, f.P50Micros, f.P99Micros, f.MaxMicros, f.FramesPerSec, f.BytesPerSec/1e6,
 			f.CPUPerFrameMicros, f.CPUPerDeliveryMicros, f.Approvals, f.Seconds, f.Corrupt+f.Misordered+f.SeqErrors)
 	}
 	for _, f := range fs {
@@ -240,7 +269,7 @@ func printScale(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "scale growth N=%d → N=%d (×%.0f sessions): CPU %s, CPU per frame ×%.2f, per delivered chunk ×%.2f, RSS %s, p99 %s\n",
 			lo.Sessions, hi.Sessions, float64(hi.Sessions)/float64(lo.Sessions), ratio(hi.CPUPercent, lo.CPUPercent),
 			hi.CPUPerFrameMicros/lo.CPUPerFrameMicros, hi.CPUPerDeliveryMicros/lo.CPUPerDeliveryMicros,
-			ratio(hi.RSSMiB, lo.RSSMiB), ratio(hi.P99Micros, lo.P99Micros))
+			ratio(hi.StreamRSSMiB, lo.StreamRSSMiB), ratio(hi.P99Micros, lo.P99Micros))
 	}
 }
 
