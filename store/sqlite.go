@@ -853,8 +853,19 @@ func (s *SQLite) PutCheckpoints(ctx context.Context, cps []Checkpoint) error {
 		return s.usable(true)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		// Each statement bound to the transaction once, not once per
+		// checkpoint, and run with a context that cannot end: for one that
+		// can, the driver starts a goroutine per statement to watch it
+		// (issue 28: hundreds of busy chats every 250 ms). ctx is checked
+		// between checkpoints instead; each statement is short.
+		sctx := context.WithoutCancel(ctx)
+		st := cpStmts{put: tx.StmtContext(sctx, s.ws.putCheckpoint), drop: tx.StmtContext(sctx, s.ws.dropChatTexts),
+			cut: tx.StmtContext(sctx, s.ws.cutText), text: tx.StmtContext(sctx, s.ws.putText)}
 		for _, cp := range cps {
-			if err := s.putCheckpoint(ctx, tx, cp); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := putCheckpoint(sctx, &st, cp); err != nil {
 				return fmt.Errorf("chat %s: %w", cp.ChatURI, err)
 			}
 		}
@@ -866,10 +877,14 @@ func (s *SQLite) PutCheckpoints(ctx context.Context, cps []Checkpoint) error {
 	return nil
 }
 
+// cpStmts are the statements of a checkpoint write, bound to its
+// transaction.
+type cpStmts struct{ put, drop, cut, text *sql.Stmt }
+
 // putCheckpoint writes one checkpoint: its data row, then its texts, unless
 // the data row was dropped (the turn was committed, or the chat is gone).
-func (s *SQLite) putCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
-	res, err := tx.StmtContext(ctx, s.ws.putCheckpoint).ExecContext(ctx, cp.ChatURI, cp.TurnID, toNS(cp.Updated), notNullBytes(cp.Data))
+func putCheckpoint(ctx context.Context, st *cpStmts, cp Checkpoint) error {
+	res, err := st.put.ExecContext(ctx, cp.ChatURI, cp.TurnID, toNS(cp.Updated), notNullBytes(cp.Data))
 	if err != nil {
 		return err
 	}
@@ -879,20 +894,20 @@ func (s *SQLite) putCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) e
 		return nil // too late: nothing of it is stored
 	}
 	if cp.Replace {
-		if _, err := tx.StmtContext(ctx, s.ws.dropChatTexts).ExecContext(ctx, cp.ChatURI); err != nil {
+		if _, err := st.drop.ExecContext(ctx, cp.ChatURI); err != nil {
 			return err
 		}
 	}
 	for _, t := range cp.Texts {
 		if !cp.Replace {
-			if _, err := tx.StmtContext(ctx, s.ws.cutText).ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset); err != nil {
+			if _, err := st.cut.ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset); err != nil {
 				return err
 			}
 		}
 		if t.Text == "" {
 			continue
 		}
-		if _, err := tx.StmtContext(ctx, s.ws.putText).ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset, t.Text); err != nil {
+		if _, err := st.text.ExecContext(ctx, cp.ChatURI, cp.TurnID, t.Pointer, t.Offset, t.Text); err != nil {
 			return err
 		}
 	}

@@ -111,6 +111,11 @@ func (h *Host) reduce(ch *channel, a wire.StateAction) (err error) {
 	case chanChat:
 		collectBeforeJoin(&ch.chat.stream, a)
 		ch.chat.stream.Chat(ch.chat.st, a, clock)
+		switch a.Value.(type) {
+		case *wire.ChatDeltaAction, *wire.ChatReasoningAction: // only a text grew
+		default:
+			ch.chat.turnRev++
+		}
 	case chanTerminal:
 		reducer.Terminal(ch.terminal, a, clock)
 	case chanResourceWatch:

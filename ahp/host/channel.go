@@ -175,6 +175,10 @@ type chatData struct {
 	// they would have reported (pipeline.go: handOverDeferredLocked).
 	rowStored bool
 	deferred  int
+
+	// turnRev counts the chat's actions but its text deltas (reduce): while
+	// it has not moved, the active turn's snapshot data has not either.
+	turnRev uint64
 }
 
 // synced returns the chat's state with the text its lazy reducer keeps

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
@@ -58,9 +60,13 @@ func textPointer(i int) string {
 // json.Marshal gives an ActiveTurn (what restore decodes), its markdown and
 // reasoning parts with empty content, and those contents as the snapshot's
 // texts.
-func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) {
+func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) { return turnSnapshotCached(t, nil) }
+
+// turnSnapshotCached is turnSnapshot with the tool call parts' encodings
+// taken from c where it has them (c may be nil).
+func turnSnapshotCached(t *wire.ActiveTurn, c *partCache) (store.TurnSnapshot, error) {
 	var snap store.TurnSnapshot
-	b := make([]byte, 0, 256)
+	b := make([]byte, 0, c.sizeHint())
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, t.ID)
 	b = append(b, `,"startedAt":`...)
@@ -68,11 +74,16 @@ func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) {
 	b, err := appendTurnBody(b, func(b []byte, i int, content string) []byte {
 		snap.Texts = append(snap.Texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
 		return append(b, `""`...)
-	}, &t.Message, t.ResponseParts, t.Usage)
+	}, c, &t.Message, t.ResponseParts, t.Usage)
 	if err != nil {
 		return store.TurnSnapshot{}, err
 	}
 	snap.Data = append(b, '}')
+	if c != nil {
+		c.mu.Lock()
+		c.size = len(snap.Data)
+		c.mu.Unlock()
+	}
 	return snap, nil
 }
 
@@ -193,7 +204,7 @@ func encodeTurn(t *wire.Turn) (*turnEncoding, error) {
 		b = append(b, `,"duration":`...)
 		b = strconv.AppendInt(b, *t.Duration, 10)
 	}
-	b, err := appendTurnBody(b, e.text, &t.Message, t.ResponseParts, t.Usage)
+	b, err := appendTurnBody(b, e.text, nil, &t.Message, t.ResponseParts, t.Usage)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +294,12 @@ func textCut(s string, n int) int {
 
 // appendTurnBody appends the message, parts and usage members of a turn
 // (active or completed). text writes the content of text part i (it may
-// write it elsewhere, or leave it out; turnSnapshot, turnEncoding.text).
-func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
+// write it elsewhere, or leave it out; turnSnapshot, turnEncoding.text);
+// cache, if not nil, keeps the tool call parts' encodings from one call to
+// the next.
+func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte, cache *partCache, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
+	cache.begin()
+	defer cache.end()
 	m, err := json.Marshal(msg)
 	if err != nil {
 		return nil, err
@@ -304,7 +319,7 @@ func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte,
 		case *wire.ReasoningResponsePart:
 			kind, id, content = wire.ResponsePartKindReasoning, v.ID, v.Content
 		default:
-			pj, err := json.Marshal(p)
+			pj, err := cache.encode(p)
 			if err != nil {
 				return nil, err
 			}
@@ -328,5 +343,89 @@ func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte,
 		b = append(b, `,"usage":`...)
 		b = append(b, u...)
 	}
+	return b, nil
+}
+
+// partCache keeps the encodings of an active turn's tool call parts from
+// one checkpoint to the next (issue 28: re-encoding every tool call of
+// every streaming turn at every checkpoint was a third of the bridge's CPU
+// with 100 busy sessions). A tool call part is encoded from its state
+// alone, and the reducer never changes a tool call's state in place, only
+// replaces it (copyActiveTurn relies on the same), so a state met again
+// at the same address encodes the same. Each snapshot keeps only the
+// entries it used, so the cache holds at most the turn's tool calls. It is
+// used by one snapshot at a time (its mutex makes sure).
+type partCache struct {
+	mu         sync.Mutex
+	prev, next map[any][]byte
+	size       int // of the last snapshot's data: the next one's is about as long
+
+	// The last snapshot's data, of the turn at turn when the chat's
+	// turnRev was rev: while neither moved, only texts grew (they are not
+	// in the data), and the data is the same (issue 28).
+	rev      uint64
+	turn     *wire.ActiveTurn
+	lastData json.RawMessage
+}
+
+// data returns the last snapshot's data if it was taken of turn t at rev.
+func (c *partCache) data(rev uint64, t *wire.ActiveTurn) (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastData, c.lastData != nil && c.turn == t && c.rev == rev
+}
+
+// keep notes the data of a snapshot of turn t taken at rev.
+func (c *partCache) keep(rev uint64, t *wire.ActiveTurn, data json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rev, c.turn, c.lastData = rev, t, data
+}
+
+// sizeHint is the capacity to give the next snapshot's data.
+func (c *partCache) sizeHint() int {
+	if c == nil {
+		return 256
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(256, c.size+c.size/8)
+}
+
+// begin starts a snapshot's use of the cache.
+func (c *partCache) begin() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.next = make(map[any][]byte, len(c.prev))
+}
+
+// end keeps what the snapshot used.
+func (c *partCache) end() {
+	if c == nil {
+		return
+	}
+	c.prev, c.next = c.next, nil
+	c.mu.Unlock()
+}
+
+// encode returns p's JSON: a tool call part's from the cache when its state
+// was encoded before, any other part's freshly.
+func (c *partCache) encode(p wire.ResponsePart) ([]byte, error) {
+	tc, ok := p.Value.(*wire.ToolCallResponsePart)
+	if c == nil || !ok || tc.ToolCall.Value == nil || reflect.TypeOf(tc.ToolCall.Value).Kind() != reflect.Pointer {
+		return json.Marshal(p)
+	}
+	key := tc.ToolCall.Value
+	if b, ok := c.prev[key]; ok {
+		c.next[key] = b
+		return b, nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	c.next[key] = b
 	return b, nil
 }

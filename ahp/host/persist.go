@@ -493,6 +493,7 @@ func onlyTurnGone(err error) bool {
 // checkpointer's goroutine, and hands the store those pieces as they are
 // (checkpoint.go: what is encoded, and what the checkpointer makes of it).
 func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc {
+	parts := new(partCache) // the turn's tool calls, encoded once each (checkpoint.go)
 	return func(from map[string]int) (store.TurnSnapshot, error) {
 		ch.mu.Lock()
 		t := ch.chat.st.ActiveTurn // its texts are read below, not synced
@@ -500,13 +501,20 @@ func (h *Host) activeTurnSnapshot(ch *channel, turnID string) store.SnapshotFunc
 			ch.mu.Unlock()
 			return store.TurnSnapshot{}, errTurnGone
 		}
-		cp := copyActiveTurn(t)
+		rev := ch.chat.turnRev
 		texts := readTurnTexts(&ch.chat.stream, t, from)
+		if data, ok := parts.data(rev, t); ok {
+			// Only texts grew since the last snapshot: its data stands.
+			ch.mu.Unlock()
+			return store.TurnSnapshot{Data: data, Texts: checkpointTexts(texts)}, nil
+		}
+		cp := copyActiveTurn(t)
 		ch.mu.Unlock()
-		snap, err := turnSnapshot(cp)
+		snap, err := turnSnapshotCached(cp, parts)
 		if err != nil {
 			return store.TurnSnapshot{}, fmt.Errorf("encoding the active turn %s of chat %s: %w", turnID, ch.uri, err)
 		}
+		parts.keep(rev, t, snap.Data)
 		snap.Texts = checkpointTexts(texts)
 		return snap, nil
 	}

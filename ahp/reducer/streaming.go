@@ -51,6 +51,13 @@ type Streaming struct {
 // filled one costs little.
 const ropePiece = 64 << 10
 
+// ropeFirstPiece is the smallest first piece of a lazy text: the pieces
+// start at about twice the first delta and double up to ropePiece, so that
+// the many short texts of a turn that calls tools (one per stretch of text
+// between tool calls) do not each hold 64 KiB (issue 28: hundreds of busy
+// sessions).
+const ropeFirstPiece = 1 << 10
+
 // rope is a lazily kept text. base is what the part's Content holds (and
 // held when it was last synced); buf holds base's bytes, and may have room
 // after them; what was appended since goes into that room while it lasts,
@@ -61,6 +68,7 @@ type rope struct {
 	buf     []byte // base's bytes, then appended ones; never written below len
 	pieces  [][]byte
 	n       int // bytes in pieces
+	joins   int // mid-turn syncs that joined pieces
 }
 
 func newRope(content *string) *rope {
@@ -75,15 +83,21 @@ func newRope(content *string) *rope {
 // sync writes the rope's text to its part's Content. Text appended in buf's
 // room costs nothing to sync; text in pieces is joined with buf in one
 // allocation: of the text's exact size when no more text is expected
-// (final), else of twice that, for the text still to come, so that a text
-// synced often (a checkpoint every 250 ms) is copied in amortised O(1) per
-// byte, as by append, rather than whole at every sync.
+// (final) and the first time it is synced mid-turn (most texts are synced
+// mid-turn once, by the tool call that follows them, and never grow again:
+// room for more would be kept with the chat for nothing, issue 28), and of
+// twice that from the second time on, for the text still to come, so that a
+// text synced often is copied in amortised O(1) per byte, as by append,
+// rather than whole at every sync.
 func (r *rope) sync(final bool) {
 	if r.n > 0 {
 		total := len(r.buf) + r.n
 		c := total
-		if !final {
+		if !final && r.joins > 0 {
 			c = 2 * total
+		}
+		if !final {
+			r.joins++
 		}
 		b := make([]byte, 0, c)
 		b = append(b, r.buf...)
@@ -107,11 +121,15 @@ func (r *rope) add(s string) {
 	}
 	r.n += len(s)
 	for s != "" {
-		if len(r.pieces) == 0 || len(r.pieces[len(r.pieces)-1]) == ropePiece {
-			r.pieces = append(r.pieces, make([]byte, 0, ropePiece))
+		if n := len(r.pieces); n == 0 || len(r.pieces[n-1]) == cap(r.pieces[n-1]) {
+			c := max(ropeFirstPiece, 2*len(s))
+			if n > 0 {
+				c = 2 * cap(r.pieces[n-1])
+			}
+			r.pieces = append(r.pieces, make([]byte, 0, min(c, ropePiece)))
 		}
 		last := &r.pieces[len(r.pieces)-1]
-		k := min(len(s), ropePiece-len(*last))
+		k := min(len(s), cap(*last)-len(*last))
 		*last = append(*last, s[:k]...)
 		s = s[k:]
 	}

@@ -98,10 +98,14 @@ type chatStreamFuzzer struct {
 	plain, fast *wire.ChatState
 	st          Streaming
 	turns       int
-	resumed     int        // turns reopened by chat/turnResume
-	views       []chatView // texts handed out by Streaming, with a copy
-	read        []chatView // pieces handed out by TextFrom, with a copy
-	unsynced    int        // texts TextFrom read ahead of their Content
+	resumed     int // turns reopened by chat/turnResume
+	// keep picks the TextFrom pieces kept for later checks: apart from
+	// rng, so that the actions drawn do not depend on how many pieces a
+	// text is kept in.
+	keep     *rand.Rand
+	views    []chatView // texts handed out by Streaming, with a copy
+	read     []chatView // pieces handed out by TextFrom, with a copy
+	unsynced int        // texts TextFrom read ahead of their Content
 }
 
 // chatView is a text Streaming handed out, a copy of it, and where it was:
@@ -241,16 +245,18 @@ func TestStreamingMatchesChatRandomized(t *testing.T) {
 	steps := 4000
 	if testenv.Race {
 		// Each check compares the whole chat, so the test is quadratic in
-		// its steps: 14 s under -race at 4 000. A thousand steps still
-		// reach every action kind and resumed turns (checked below), and
-		// .ci/run's fuzz smoke and the non-race run cover longer streams.
-		steps = 1000
+		// its steps: 14 s under -race at 4 000. Two thousand steps still
+		// reach every action kind and resumed turns in every seed (checked
+		// below; at a thousand, seed 9 resumed none), and .ci/run's fuzz
+		// smoke and the non-race run cover longer streams.
+		steps = 2000
 	}
 	for seed := range uint64(16) {
 		lazy := seed >= 8 // the host's mode: text in pieces until Sync
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			z := &chatStreamFuzzer{
 				rng:   rand.New(rand.NewPCG(seed, 0x5eed)),
+				keep:  rand.New(rand.NewPCG(seed, 0x6eed)),
 				plain: &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}},
 				fast:  &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}},
 				st:    Streaming{Lazy: lazy},
@@ -310,7 +316,7 @@ func (z *chatStreamFuzzer) requireTextFrom(t *testing.T, step int) {
 		}
 		for _, p := range pieces {
 			require.NotEmpty(t, p, "step %d part %d: an empty piece", step, i)
-			if z.rng.IntN(8) == 0 {
+			if z.keep.IntN(8) == 0 {
 				z.read = append(z.read, chatView{view: p, copy: strings.Clone(p)})
 			}
 		}
@@ -558,4 +564,50 @@ func TestStreamingPending(t *testing.T) {
 	st.Chat(s, wire.Action(&wire.ChatTurnCompleteAction{TurnID: "t1"}), chatStreamClock)
 	assert.Zero(t, st.Pending(), "the turn's end joined every text")
 	require.Len(t, s.Turns, 1)
+}
+
+// A short lazy text holds little more than itself: its pieces start small
+// and double (issue 28: a turn with a tool call every few seconds streams
+// many short texts, and hundreds of sessions stream at once); a long one
+// still ends in full-size pieces.
+func TestStreamingShortTextHoldsLittle(t *testing.T) {
+	held := func(r *rope) (n int) {
+		for _, p := range r.pieces {
+			n += cap(p)
+		}
+		return n + cap(r.buf)
+	}
+	s := &wire.ChatState{Resource: "ahp-chat:/s/c", Turns: []wire.Turn{}}
+	st := Streaming{Lazy: true}
+	st.Chat(s, wire.Action(&wire.ChatTurnStartedAction{TurnID: "t", Message: wire.Message{Text: "go"}}), chatStreamClock)
+	st.Chat(s, wire.Action(&wire.ChatResponsePartAction{TurnID: "t", Part: wire.NewResponsePart(&wire.MarkdownResponsePart{ID: "p"})}), chatStreamClock)
+	var want strings.Builder
+	for i := range 40 {
+		chunk := strings.Repeat(string(rune('a'+i%26)), 20+i*7%180)
+		want.WriteString(chunk)
+		st.Chat(s, wire.Action(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: chunk}), chatStreamClock)
+	}
+	r := st.ropes[streamingKey{id: "p"}]
+	require.NotNil(t, r)
+	assert.LessOrEqual(t, held(r), 4*want.Len(), "a %d-byte text holds %d bytes", want.Len(), held(r))
+	content := &s.ActiveTurn.ResponseParts[0].Value.(*wire.MarkdownResponsePart).Content
+	pieces, n := st.TextFrom(content, 0)
+	assert.Equal(t, want.Len(), n)
+	assert.Equal(t, want.String(), strings.Join(pieces, ""))
+
+	// Synced mid-turn for the first time (a tool call follows the text),
+	// the text is joined at its exact size: most texts never grow again.
+	st.Chat(s, wire.Action(&wire.ChatToolCallStartAction{TurnID: "t", ToolCallID: "tc", ToolName: "read", DisplayName: "Read"}), chatStreamClock)
+	assert.Equal(t, want.String(), *content)
+	assert.Equal(t, len(r.buf), cap(r.buf), "a text synced once holds no room")
+
+	for range 40 {
+		st.Chat(s, wire.Action(&wire.ChatDeltaAction{TurnID: "t", PartID: "p", Content: strings.Repeat("z", 16<<10)}), chatStreamClock)
+	}
+	assert.Equal(t, ropePiece, cap(r.pieces[len(r.pieces)-1]), "a long text's pieces reach full size")
+	assert.Less(t, len(r.pieces), 40*(16<<10)/ropePiece+8, "and are few")
+	// Synced again, it gets room to grow, so that a text synced often is
+	// copied in amortised O(1) per byte.
+	st.Chat(s, wire.Action(&wire.ChatToolCallStartAction{TurnID: "t", ToolCallID: "tc2", ToolName: "read", DisplayName: "Read"}), chatStreamClock)
+	assert.Equal(t, 2*len(r.buf), cap(r.buf), "synced a second time, the text gets room")
 }

@@ -16,6 +16,7 @@ import (
 // Config selects what Run measures.
 type Config struct {
 	Bin         string        // the ahp-bridge binary (serve and demo-agent)
+	Agent       string        // the binary whose demo-agent the bridges serve (default Bin)
 	Chunks      int           // chunks per flood for direct / 1 / 10 clients
 	FanoutN     int           // chunks per flood with 100 clients on one session
 	SessionsN   int           // chunks per session with 100 sessions
@@ -43,6 +44,18 @@ type Config struct {
 	// StateNone runs the bridges with --state none (sessions in memory);
 	// by default each keeps them in a state file of its own, as serve does.
 	StateNone bool
+
+	// The scale scenario (scale.go): one flow per session count in ScaleN,
+	// each session streaming ScaleRate chunks a second of ScaleMinSize to
+	// ScaleMaxSize bytes for ScaleFor, a tool call every ScaleToolFor and
+	// every ScalePermEvery-th of them asking for a confirmation, with 1 to
+	// ScaleClients clients. NoPin leaves the processes on every CPU.
+	ScaleN                       []int
+	ScaleFor, ScaleToolFor       time.Duration
+	ScaleRate                    int
+	ScaleMinSize, ScaleMaxSize   int
+	ScalePermEvery, ScaleClients int
+	NoPin                        bool
 }
 
 func (c *Config) defaults() {
@@ -97,6 +110,7 @@ func (c *Config) defaults() {
 	if c.Repeat <= 0 {
 		c.Repeat = 1
 	}
+	c.scaleDefaults()
 }
 
 // Flow is one streaming scenario's figures.
@@ -146,6 +160,33 @@ type Flow struct {
 	// the chunks' text (long-response only).
 	RSSBeforeMiB      float64 `json:"rssBeforeMiB,omitempty"`
 	PeakGrowthPerText float64 `json:"peakGrowthPerText,omitempty"`
+
+	// The scale scenario's figures (scale.go). Chunks are MinSize to Size
+	// bytes; TotalClients is the clients of every session, all full
+	// probes; FramesPerSec and BytesPerSec count every frame they read;
+	// CPUPercent is the bridge's CPU time over the flow's seconds, in
+	// percent of one core, and CPUPerFrameMicros and CPUPerDeliveryMicros
+	// divide it by the frames and by the chunks the clients received;
+	// RSSMiB is the bridge's resident set at the end, StreamRSSMiB its
+	// largest while the sessions streamed (sampled every 250 ms until the
+	// first client had its last chunk: the turns' ends, all at once, are in
+	// PeakRSSMiB). SeqErrors counts
+	// action frames whose serverSeq did not increase on their channel,
+	// Approvals the confirmations the clients sent; Pinning says which
+	// CPUs the bridge and the rest ran on.
+	MinSize              int     `json:"minChunkBytes,omitempty"`
+	PermEvery            int     `json:"permissionEvery,omitempty"`
+	TotalClients         int     `json:"clients,omitempty"`
+	FramesPerSec         float64 `json:"framesPerSec,omitempty"`
+	BytesPerSec          float64 `json:"bytesPerSec,omitempty"`
+	CPUPercent           float64 `json:"cpuPercent,omitempty"`
+	CPUPerFrameMicros    float64 `json:"cpuMicrosPerFrame,omitempty"`
+	CPUPerDeliveryMicros float64 `json:"cpuMicrosPerDelivery,omitempty"`
+	RSSMiB               float64 `json:"rssMiB,omitempty"`
+	StreamRSSMiB         float64 `json:"streamRssMiB,omitempty"`
+	SeqErrors            int     `json:"serverSeqErrors"`
+	Approvals            int     `json:"approvals,omitempty"`
+	Pinning              string  `json:"pinning,omitempty"`
 }
 
 // Memory is scenario 6.
@@ -294,11 +335,12 @@ const (
 	scMemory     = "memory"
 	scStartup    = "startup"
 	scSlow       = "slow-client"
+	scPipe       = "pipe"
 )
 
 // AllScenarios lists every scenario name.
-var AllScenarios = []string{scDirect, scDirectSDK, scBridge1, scBridge1T, scBridge10, scFanout, scBridge10F, scFanoutF, scSessions,
-	scLatDirect, scLatBridge1, scLat10, scLong, scMemory, scStartup, scSlow}
+var AllScenarios = []string{scPipe, scDirect, scDirectSDK, scBridge1, scBridge1T, scBridge10, scFanout, scBridge10F, scFanoutF, scSessions,
+	scLatDirect, scLatBridge1, scLat10, scLong, scScale, scMemory, scStartup, scSlow}
 
 // Run measures the selected scenarios. progress, if not nil, receives a
 // line as each scenario ends.
@@ -350,6 +392,7 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 		bridged bool
 		f       func(proto string) (Flow, error)
 	}{
+		{scPipe, false, func(string) (Flow, error) { return pipe(ctx, cfg) }},
 		{scDirect, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0, false) }},
 		{scDirectSDK, false, func(string) (Flow, error) { return direct(ctx, cfg, cfg.Chunks, 0, true) }},
 		{scBridge1, true, func(p string) (Flow, error) { return bridged(ctx, cfg, p, 1, 1, cfg.Chunks, 0, 0) }},
@@ -381,6 +424,14 @@ func Run(ctx context.Context, cfg Config, progress func(string)) (*Report, error
 			for _, p := range protos {
 				runtime.GC()
 				if err := flow(s.name, p, run, func() (Flow, error) { return s.f(p) }); err != nil {
+					return rep, err
+				}
+			}
+		}
+		if want(scScale) {
+			for _, n := range cfg.ScaleN {
+				runtime.GC()
+				if err := flow(fmt.Sprintf("%s-%d", scScale, n), proto0, run, func() (Flow, error) { return scale(ctx, cfg, proto0, n) }); err != nil {
 					return rep, err
 				}
 			}

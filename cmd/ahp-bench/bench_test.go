@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +27,13 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // each scenario has its own minute (cfg.Timeout)
 	defer cancel()
 	cfg := Config{Bin: bin, Chunks: 1000, FanoutN: 100, SessionsN: 50, Sessions: 20, FanoutSize: 20,
-		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, LongN: 300, LongSize: 1024, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute}
+		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, LongN: 300, LongSize: 1024, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute,
+		Only: slices.DeleteFunc(slices.Clone(AllScenarios), func(s string) bool { return s == scScale })} // TestScaleSmoke has it
 	var lines []string
 	rep, err := Run(ctx, cfg, func(l string) { lines = append(lines, l) })
 	require.NoError(t, err)
-	require.Len(t, rep.Flows, 13)
-	for i, name := range AllScenarios[:13] {
+	require.Len(t, rep.Flows, 14)
+	for i, name := range AllScenarios[:14] {
 		f := rep.Flows[i]
 		assert.Equal(t, name, f.Name)
 		assert.Equal(t, int64(f.Chunks*(f.Clients*f.Sessions-f.LightClients)), f.Deliveries, "%s: every client saw every chunk", name)
@@ -44,6 +46,9 @@ func TestSmoke(t *testing.T) {
 		assert.Zero(t, f.Corrupt, "%s: every chunk's exact text", name)
 		assert.Positive(t, f.ChunksPerSec, name)
 		assert.Positive(t, f.MBPerSec, name)
+		if name == scPipe {
+			continue // lines counted, no stamps read
+		}
 		assert.Positive(t, f.P50Micros, name)
 		assert.GreaterOrEqual(t, f.P99Micros, f.P50Micros, name)
 		assert.GreaterOrEqual(t, f.MaxMicros, f.P99Micros, name)
@@ -69,11 +74,11 @@ func TestSmoke(t *testing.T) {
 		assert.Positive(t, r.PeakRSSMiB)
 		assert.Positive(t, r.StreamedMiB)
 	}
-	assert.Len(t, lines, 16, "one progress line per scenario")
+	assert.Len(t, lines, 17, "one progress line per scenario")
 
 	var out bytes.Buffer
 	printTable(&out, rep)
-	for _, want := range append(AllScenarios[:13], "bridge-1 / direct throughput", "bridge-1 / direct-sdk throughput",
+	for _, want := range append(AllScenarios[:14], "bridge-1 / pipe throughput", "bridge-1 / direct throughput", "bridge-1 / direct-sdk throughput",
 		"bridge-100 / bridge-1", "latency, 10 clients", "long response", "memory:", "start-up to READY", "slow client:") {
 		assert.Contains(t, out.String(), want)
 	}
@@ -162,4 +167,46 @@ func TestObserveChecksText(t *testing.T) {
 		c.observe([]byte(`{"content":"`+chunk(2, bad)+`"}`), time.Now())
 	}
 	assert.Equal(t, 3, c.corrupt)
+}
+
+// TestScaleSmoke runs the scale scenario for about a second at N=10:
+// sessions of one agent process with 1 to 3 clients each, chunks of varying
+// size, tool calls of which some wait for a client's approval. Every client
+// must get exactly every chunk's text, in order, with serverSeq increasing
+// on each channel, and every confirmation must have been answered.
+func TestScaleSmoke(t *testing.T) {
+	t.Parallel()
+	bin := bridgetest.Binary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfg := Config{Bin: bin, Only: []string{scScale}, ScaleN: []int{10}, ScaleFor: time.Second, ScaleRate: 50,
+		ScaleToolFor: 100 * time.Millisecond, ScalePermEvery: 2, Timeout: time.Minute}
+	rep, err := Run(ctx, cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Flows, 1)
+	f := rep.Flows[0]
+	assert.Equal(t, "scale-10", f.Name)
+	assert.Equal(t, 10, f.Sessions)
+	assert.Equal(t, 50, f.Chunks)
+	assert.Equal(t, 1+2+3+1+2+3+1+2+3+1, f.TotalClients, "session i has 1 + i%3 clients")
+	assert.Equal(t, int64(f.Chunks*f.TotalClients), f.Deliveries, "every client saw every chunk")
+	assert.Zero(t, f.Misordered, "chunks in order")
+	assert.Zero(t, f.Corrupt, "every chunk's exact text")
+	assert.Zero(t, f.SeqErrors, "serverSeq increases on every channel")
+	// A tool call after every 5th chunk (100 ms at 50/s): 9 per session
+	// before the last chunk (the probes count until then), every 2nd of
+	// them asking.
+	assert.Equal(t, 10*4, f.Approvals, "every confirmation answered")
+	assert.Positive(t, f.CPUPercent)
+	assert.Positive(t, f.FramesPerSec)
+	assert.Positive(t, f.BytesPerSec)
+	assert.Positive(t, f.RSSMiB)
+	assert.Positive(t, f.StreamRSSMiB)
+	assert.GreaterOrEqual(t, f.P99Micros, f.P50Micros)
+	assert.NotEmpty(t, f.Pinning)
+
+	var out bytes.Buffer
+	printTable(&out, rep)
+	assert.Contains(t, out.String(), "scale-10")
+	assert.Contains(t, out.String(), "µs/frame")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -297,4 +298,110 @@ func (u directUsage) end() (procUsage, time.Duration, error) {
 	}
 	after.CPU -= u.self.CPU
 	return after, agent.CPU - u.agent.CPU, nil
+}
+
+// pipe is the floor under every floor (issue 28): the flood agent's stdout
+// read with no decoding at all, its lines counted, as fast as the pipe
+// goes. The one-client flood through the bridge is compared against it.
+func pipe(ctx context.Context, cfg Config) (Flow, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	n := cfg.Chunks
+	cmd, stdin, stdout, stop, err := startFloodAgent(ctx, cfg.Bin)
+	if err != nil {
+		return Flow{}, err
+	}
+	defer stop()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return Flow{}, err
+	}
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	// The handshake is read line by line and decoded; the flood is not.
+	call := func(id int, method string, params any) (json.RawMessage, error) {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			return nil, fmt.Errorf("writing %s to the agent: %w", method, err)
+		}
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return nil, fmt.Errorf("the agent's output ended before the response to %s: %w", method, err)
+			}
+			var m struct {
+				ID     *int            `json:"id"`
+				Method string          `json:"method"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal(line, &m) == nil && m.Method == "" && m.ID != nil && *m.ID == id {
+				return m.Result, nil
+			}
+		}
+	}
+	if _, err := call(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+		return Flow{}, err
+	}
+	res, err := call(2, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})
+	if err != nil {
+		return Flow{}, err
+	}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(res, &sess); err != nil {
+		return Flow{}, fmt.Errorf("decoding the session/new result: %w", err)
+	}
+	// session/new's available_commands_update may follow its response:
+	// a request the agent answers in order drains it before the flood.
+	if _, err := call(3, "session/set_mode", map[string]any{"sessionId": sess.SessionID, "modeId": "default"}); err != nil {
+		return Flow{}, err
+	}
+	usage, err := startDirectUsage(cmd.Process.Pid)
+	if err != nil {
+		return Flow{}, err
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": map[string]any{
+		"sessionId": sess.SessionID, "prompt": []any{map[string]any{"type": "text", "text": benchPrompt(n, cfg.Size, 0, 0)}}}})
+	if err != nil {
+		return Flow{}, err
+	}
+	start := time.Now()
+	if _, err := stdin.Write(append(b, '\n')); err != nil {
+		return Flow{}, fmt.Errorf("writing the prompt to the agent: %w", err)
+	}
+	lines, err := countLines(r, n)
+	elapsed := time.Since(start)
+	if err != nil {
+		return Flow{}, fmt.Errorf("%d of %d lines: %w", lines, n, err)
+	}
+	after, agentCPU, err := usage.end()
+	if err != nil {
+		return Flow{}, err
+	}
+	// The last block read may hold the prompt's response too.
+	f := Flow{Sessions: 1, Clients: 1, Chunks: n, Size: cfg.Size, Deliveries: int64(min(lines, n)), Seconds: elapsed.Seconds()}
+	f.ChunksPerSec = float64(n) / f.Seconds
+	f.AggregateChunksPerSec = f.ChunksPerSec
+	f.MBPerSec = float64(n) * float64(cfg.Size) / f.Seconds / 1e6
+	f.CPUSeconds, f.AgentCPUSeconds = after.CPU.Seconds(), agentCPU.Seconds()
+	f.PeakRSSMiB = float64(after.PeakRSS) / (1 << 20)
+	return f, nil
+}
+
+// countLines reads r in large blocks and counts newlines until it has seen
+// want of them.
+func countLines(r io.Reader, want int) (int, error) {
+	buf := make([]byte, 256<<10)
+	lines := 0
+	for lines < want {
+		k, err := r.Read(buf)
+		lines += bytes.Count(buf[:k], []byte{'\n'})
+		if err != nil && lines < want {
+			return lines, err
+		}
+	}
+	return lines, nil
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var cfg Config
 	var only, out, protos string
 	fs.StringVar(&cfg.Bin, "bin", "", "the ahp-bridge `BINARY` to measure (required)")
+	fs.StringVar(&cfg.Agent, "agent", "", "the ahp-bridge `BINARY` whose demo-agent the bridges serve (default -bin; set it to compare an older bridge with today's agent)")
 	fs.IntVar(&cfg.Chunks, "n", 100000, "chunks per flood (direct, 1 and 10 clients)")
 	fs.IntVar(&cfg.FanoutN, "n-fanout", 0, "chunks per flood with 100 clients (default n/10)")
 	fs.IntVar(&cfg.SessionsN, "n-sessions", 0, "chunks per session with 100 sessions (default n/100)")
@@ -53,6 +55,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"); each bridged flow runs once per version, memory, startup and slow-client with the first")
 	fs.IntVar(&cfg.Repeat, "repeat", 1, "run every flow scenario `N` times (round by round) and summarize min and median")
 	fs.BoolVar(&cfg.StateNone, "state-none", false, "run the bridges with --state none (default: each keeps its sessions in a fresh state file, as serve does)")
+	var scaleN string
+	fs.StringVar(&scaleN, "scale-n", "10,100,500", "scale: comma-separated session `COUNTS`, one flow each")
+	fs.DurationVar(&cfg.ScaleFor, "scale-for", 30*time.Second, "scale: how long each session streams")
+	fs.IntVar(&cfg.ScaleRate, "scale-rate", 50, "scale: chunks per second per session")
+	fs.IntVar(&cfg.ScaleMinSize, "scale-min", 20, "scale: smallest chunk, bytes (none below the 29-byte stamp)")
+	fs.IntVar(&cfg.ScaleMaxSize, "scale-max", 200, "scale: largest chunk, bytes")
+	fs.DurationVar(&cfg.ScaleToolFor, "scale-tool-every", 2*time.Second, "scale: a tool call this often per session")
+	fs.IntVar(&cfg.ScalePermEvery, "scale-perm-every", 5, "scale: every `N`th tool call asks for a confirmation a client answers")
+	fs.IntVar(&cfg.ScaleClients, "scale-clients", 3, "scale: session i has 1 + i%`N` clients")
+	fs.BoolVar(&cfg.NoPin, "no-pin", false, "scale: do not pin the bridge to one CPU and the agent and clients to the others")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")
 	fs.StringVar(&out, "json", "ahp-bench.json", "write the report to `FILE` (empty: don't)")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +83,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Bin = bin
+	if cfg.Agent != "" {
+		if cfg.Agent, err = filepath.Abs(cfg.Agent); err != nil {
+			fmt.Fprintf(stderr, "ahp-bench: -agent: %v\n", err)
+			return 2
+		}
+	}
+	for _, f := range strings.Split(scaleN, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "ahp-bench: -scale-n %q: want positive session counts separated by commas\n", scaleN)
+			return 2
+		}
+		cfg.ScaleN = append(cfg.ScaleN, n)
+	}
 	if only != "" {
 		cfg.Only = strings.Split(only, ",")
 	}
@@ -154,7 +180,7 @@ func printTable(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 		if b := r.Sum(scBridge1, p0); b != nil {
-			for _, d := range []string{scDirect, scDirectSDK} {
+			for _, d := range []string{scPipe, scDirect, scDirectSDK} {
 				if d := r.Sum(d, ""); d != nil && d.MedianChunksPerSec > 0 {
 					fmt.Fprintf(w, "bridge-1 / %s throughput%s, AHP %s: %.2f\n", d.Name, med, p0, b.MedianChunksPerSec/d.MedianChunksPerSec)
 				}
@@ -193,6 +219,7 @@ func printTable(w io.Writer, r *Report) {
 				runLabel(f), f.Protocol, float64(f.Chunks)*float64(f.Size)/1e6, f.RSSBeforeMiB, f.PeakRSSMiB, f.PeakGrowthPerText)
 		}
 	}
+	printScale(w, r)
 	if m := r.Memory; m != nil {
 		fmt.Fprintf(w, "\nmemory: %d idle sessions %.1f KiB each, %d idle clients %.1f KiB each (bridge RSS %.0f → %.0f → %.0f KiB)\n",
 			m.Sessions, m.PerSessionKiB, m.Clients, m.PerClientKiB, m.BaseRSSKiB, m.WithSessionsKiB, m.WithClientsKiB)

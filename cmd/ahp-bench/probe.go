@@ -54,6 +54,15 @@ type probe struct {
 
 	counter // filled by the read loop only; read it after done is closed
 
+	// approver, when set, answers every tool call confirmation its turns
+	// ask for (a toolCallReady without "confirmed") with an approval; the
+	// scale scenario's first client of each session is one. checkSeq
+	// checks that serverSeq increases on every channel (seqErrors).
+	approver, checkSeq bool
+	turnPrefix         string // "chat/" or "session/" (0.3.0): where the probe's turn actions go
+	seqs               []chanSeq
+	clientSeq          int
+
 	// stalled, when set, holds the read loop before its next frame until
 	// the channel is closed: a client that stops reading.
 	stalled chan struct{}
@@ -84,7 +93,10 @@ func dialProbe(ctx context.Context, url string, want int, version string, light 
 		return nil, fmt.Errorf("connecting a probe to %s: %w", url, err)
 	}
 	p := &probe{ws: ws, version: version, waiting: map[int]chan rpcReply{}, marks: map[string]chan struct{}{},
-		counter: newCounter(want), done: make(chan struct{})}
+		counter: newCounter(want), done: make(chan struct{}), turnPrefix: "chat/"}
+	if version == v030 {
+		p.turnPrefix = "session/"
+	}
 	if size > 0 {
 		p.pad = max(size, stampLen+9) - stampLen - 9
 	}
@@ -162,6 +174,12 @@ func (p *probe) readLoop() {
 		}
 		now := time.Now()
 		frame := buf.Bytes()
+		select {
+		case <-p.full: // summarize may be reading the counts
+		default:
+			p.frames++
+			p.bytes += int64(len(frame))
+		}
 		if p.scan(frame, now) {
 			continue
 		}
@@ -193,10 +211,100 @@ func (p *probe) scan(frame []byte, now time.Time) bool {
 		}
 		return true
 	}
+	if p.checkSeq && !full {
+		p.checkServerSeq(frame)
+	}
 	if p.observe(frame, now) == 0 {
 		p.control(frame)
+		if p.approver {
+			p.approve(frame, full)
+		}
 	}
 	return true
+}
+
+// checkServerSeq counts in seqErrors an action frame whose serverSeq is not
+// above the last one on its channel. The frame is the host's envelope
+// (encodeEnvelope): the channel first, the serverSeq after the action.
+func (p *probe) checkServerSeq(frame []byte) {
+	const chanKey, seqKey = `"params":{"channel":"`, `,"serverSeq":`
+	i := bytes.Index(frame, []byte(chanKey))
+	j := bytes.LastIndex(frame, []byte(seqKey))
+	if i < 0 || j < 0 {
+		p.seqErrors++
+		return
+	}
+	ch := frame[i+len(chanKey):]
+	ch = ch[:max(bytes.IndexByte(ch, '"'), 0)]
+	num := frame[j+len(seqKey):]
+	k := 0
+	for k < len(num) && num[k] >= '0' && num[k] <= '9' {
+		k++
+	}
+	seq, err := strconv.ParseInt(string(num[:k]), 10, 64)
+	if err != nil {
+		p.seqErrors++
+		return
+	}
+	for i := range p.seqs {
+		if e := &p.seqs[i]; e.channel == string(ch) {
+			if seq <= e.seq {
+				p.seqErrors++
+			}
+			e.seq = seq
+			return
+		}
+	}
+	p.seqs = append(p.seqs, chanSeq{string(ch), seq})
+}
+
+// chanSeq is the last serverSeq a probe saw on a channel (a probe follows
+// one or two).
+type chanSeq struct {
+	channel string
+	seq     int64
+}
+
+// approve answers a tool call that waits for a confirmation (a
+// toolCallReady action without "confirmed") with an approval, as a person
+// at a client would; it runs on the read loop, which only writes. It counts
+// the approvals sent before the probe is full (after, summarize may be
+// reading the count), and answers those after too, so that no turn waits.
+func (p *probe) approve(frame []byte, full bool) {
+	if !bytes.Contains(frame, []byte(`toolCallReady"`)) || bytes.Contains(frame, []byte(`"confirmed"`)) {
+		return
+	}
+	var env struct {
+		Params struct {
+			Channel string `json:"channel"`
+			Action  struct {
+				TurnID     string `json:"turnId"`
+				ToolCallID string `json:"toolCallId"`
+			} `json:"action"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &env) != nil || env.Params.Action.ToolCallID == "" {
+		return
+	}
+	a := env.Params.Action
+	if err := p.dispatch(env.Params.Channel, map[string]any{"type": p.turnPrefix + "toolCallConfirmed", "turnId": a.TurnID,
+		"toolCallId": a.ToolCallID, "approved": true, "confirmed": "user-action"}); err == nil && !full {
+		p.approvals++
+	}
+}
+
+// dispatch sends a client action on channel (dispatchAction is a
+// notification), with the probe's next clientSeq.
+func (p *probe) dispatch(channel string, action map[string]any) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.clientSeq++
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "dispatchAction", "params": map[string]any{
+		"channel": channel, "clientSeq": p.clientSeq, "action": action}})
+	if err != nil {
+		return err
+	}
+	return p.ws.WriteMessage(websocket.TextMessage, b)
 }
 
 // counter collects the bench stamps one reader sees.
@@ -208,13 +316,22 @@ type counter struct {
 	misorder  int // stamps whose index was not the next expected
 	// pad, when set, is the number of 'x' that follow each stamp (the
 	// chunk's size less the stamp): a chunk with another text counts in
-	// corrupt, so the full probe checks the exact text.
-	pad     int
-	corrupt int
-	lastAt  time.Time // when the last stamp was seen
-	firstAt int64     // stamp of chunk 0 (agent write time), UnixNano
-	want    int       // chunks to see before full is closed
-	full    chan struct{}
+	// corrupt, so the full probe checks the exact text. With maxSize set,
+	// chunk i is scriptagent.BenchChunkSize(i, minSize, maxSize) bytes
+	// instead (the scale scenario).
+	pad              int
+	minSize, maxSize int
+	corrupt          int
+	// frames and bytes count every frame the probe read, action or not,
+	// until the end; seqErrors the action frames whose serverSeq did not
+	// increase on their channel (checkSeq); approvals the confirmations
+	// the probe sent (approver).
+	frames, bytes        int64
+	seqErrors, approvals int
+	lastAt               time.Time // when the last stamp was seen
+	firstAt              int64     // stamp of chunk 0 (agent write time), UnixNano
+	want                 int       // chunks to see before full is closed
+	full                 chan struct{}
 }
 
 func newCounter(want int) counter {
@@ -257,7 +374,11 @@ func (c *counter) observe(b []byte, now time.Time) int {
 			close(c.full)
 		}
 		rest = s[stampLen+9:]
-		if c.pad > 0 && !padded(rest, c.pad) {
+		pad := c.pad
+		if c.maxSize > 0 {
+			pad = max(scriptagent.BenchChunkSize(idx, c.minSize, c.maxSize), stampLen+9) - stampLen - 9
+		}
+		if pad > 0 && !padded(rest, pad) || pad == 0 && c.maxSize > 0 && len(rest) > 0 && rest[0] == 'x' {
 			c.corrupt++
 		}
 	}
@@ -455,14 +576,7 @@ func (p *probe) startTurn(turns, turnID, prompt string) error {
 	if p.version == v030 {
 		action = map[string]any{"type": "session/turnStarted", "turnId": turnID, "message": msg}
 	}
-	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "dispatchAction", "params": map[string]any{
-		"channel": turns, "clientSeq": 1, "action": action}})
-	if err != nil {
-		return err
-	}
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if err := p.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+	if err := p.dispatch(turns, action); err != nil {
 		return fmt.Errorf("sending the prompt: %w", err)
 	}
 	return nil

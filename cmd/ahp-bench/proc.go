@@ -117,7 +117,10 @@ const floodProvider = "flood"
 // its sessions in a fresh state file (never the user's), or in memory with
 // cfg.StateNone.
 func startBridge(ctx context.Context, cfg Config, extra ...string) (*bridgeProc, error) {
-	bin := cfg.Bin
+	bin, agent := cfg.Bin, cfg.Agent
+	if agent == "" {
+		agent = bin
+	}
 	state, stateDir := "none", ""
 	if !cfg.StateNone {
 		dir, err := os.MkdirTemp("", "ahp-bench-state-")
@@ -127,7 +130,7 @@ func startBridge(ctx context.Context, cfg Config, extra ...string) (*bridgeProc,
 		state, stateDir = dir+"/state.db", dir
 	}
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--no-token", "--log-level", "warn", "--state", state,
-		"--acp", floodProvider + "=" + shellQuote(bin) + " demo-agent"}, extra...)
+		"--acp", floodProvider + "=" + shellQuote(agent) + " demo-agent"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

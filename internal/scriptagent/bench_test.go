@@ -80,3 +80,48 @@ func mustAtoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestBenchFloodSizesAndPermission checks the scale form of the flood:
+// chunk sizes from BenchChunkSize, and every PERMEVERY-th tool call waiting
+// for the client's answer before the stream goes on.
+func TestBenchFloodSizesAndPermission(t *testing.T) {
+	c := start(t)
+	sid := c.newSession()
+	id := c.request("session/prompt", map[string]any{"sessionId": sid,
+		"prompt": []any{map[string]any{"type": "text", "text": "bench 12 20 0 2 3 200"}}})
+	got, tools, asked := 0, 0, 0
+	sizes := map[int]bool{}
+	for {
+		m := c.next()
+		if m.Method == "" && string(m.ID) == id {
+			assert.Equal(t, "end_turn", stopReason(t, m))
+			break
+		}
+		switch m.Method {
+		case "session/request_permission":
+			asked++
+			assert.Equal(t, 6*asked, got, "every third tool call (after every 6th chunk) asks, and the stream waits for the answer")
+			c.send(map[string]any{"id": m.ID, "result": map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow"}}})
+		case "session/update":
+			switch u := string(gjson(t, m.Params, "update", "sessionUpdate")); u {
+			case `"agent_message_chunk"`:
+				var text string
+				require.NoError(t, json.Unmarshal(gjson(t, m.Params, "update", "content", "text"), &text))
+				want := max(BenchChunkSize(got, 20, 200), benchMinSize)
+				require.Len(t, text, want, "chunk %d", got)
+				sizes[len(text)] = true
+				got++
+			case `"tool_call"`:
+				tools++
+			}
+		}
+	}
+	assert.Equal(t, 12, got)
+	assert.Equal(t, 6, tools)
+	assert.Equal(t, 2, asked)
+	assert.Greater(t, len(sizes), 5, "the sizes vary")
+	for i := range 1000 {
+		n := BenchChunkSize(i, 20, 200)
+		require.True(t, n >= 20 && n <= 200, "size %d of chunk %d", n, i)
+	}
+}

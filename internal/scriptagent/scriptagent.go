@@ -29,7 +29,10 @@
 //	                               "T<UnixNano, 19 digits>#<i, 8 digits>xxx…",
 //	                               RATE per second (0: unpaced), and a
 //	                               tool_call + tool_call_update after every
-//	                               TOOLEVERY-th chunk (0: none); see bench.go
+//	                               TOOLEVERY-th chunk (0: none); optional
+//	                               PERMEVERY (every PERMEVERY-th tool call asks
+//	                               permission) and MAXSIZE (sizes SIZE..MAXSIZE,
+//	                               BenchChunkSize); see bench.go
 //	longline [BYTES]               one agent_message_chunk whose line is longer
 //	                               than BYTES (default 12 MiB), then "after"
 //	notify-flood [N]               N "_scriptagent/ping" and N "unknown/notification"
