@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // statusChat is what the property test's model knows of one chat.
@@ -29,8 +30,15 @@ type statusChat struct {
 // a fresh snapshot of the session channel in every dialect (0.3.0, 0.7.0,
 // 0.9.0, 1.0.0). Before the fix a permission prompt left the session at
 // InProgress (8) for ever once its inputNeeded entry was removed.
+//
+// Under the race detector two seeds run (each still has permission prompts,
+// denials and cancels on several chats); .ci/run runs all six without it.
 func TestSessionStatusIdleWhenNothingIsBusy(t *testing.T) {
-	for seed := uint64(1); seed <= 6; seed++ {
+	seeds := uint64(6)
+	if testenv.Race {
+		seeds = 2
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { sessionStatusProperty(t, seed) })
 	}
 }
