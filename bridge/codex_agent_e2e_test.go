@@ -205,9 +205,16 @@ func codexFirstSessionMode(t *testing.T, r *acpRig, llm *mockopenai.Server) {
 	fresh := r.env.Client(t)
 	_, err = fresh.Subscribe(r.ctx(), ch)
 	require.NoError(t, err)
-	st, err := fresh.Session(ch)
-	require.NoError(t, err)
-	assert.Equal(t, mode, st.Config.Values["mode"], "a fresh snapshot shows the new mode")
+	// The agent's first report of its settings (read-only) can reach the
+	// session just after the change; the agent's answer to the change
+	// follows it, so a client settles on the new mode.
+	st, err := fresh.WaitFor(bridgetest.Context(t, 10*time.Second), ch, func(s *wire.SessionState) bool {
+		return s.Config != nil && s.Config.Values["mode"] == mode
+	})
+	if err != nil {
+		st, _ = fresh.Session(ch)
+	}
+	require.NoError(t, err, "a fresh client settles on the new mode; it has %+v", st.Config)
 
 	prompt := "shell:echo first-session"
 	turnID := bridgetest.StartTurn(t, r.c, ch, prompt)
