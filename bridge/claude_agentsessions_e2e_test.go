@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -27,7 +29,6 @@ import (
 // agent's; subscribing to it opens it with session/load, its turn replayed
 // into the chat, and the agent goes on remembering it.
 func TestClaudeAgentSessionListedAndOpened(t *testing.T) {
-	slowAgentTier(t) // runs in .ci/run's slow step, beside the Gemini CLI and Codex tiers
 	t.Parallel()
 	ag := claudeAgents[1]
 	require.Equal(t, "claude-agent-acp", ag.name)

@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -106,7 +108,6 @@ func TestCodexAgent(t *testing.T) {
 // codexRig is a bridge over codex-acp against a scripted mock.
 func codexRig(t *testing.T) (*acpRig, *mockopenai.Server) {
 	t.Helper()
-	slowAgentTier(t)
 	llm := mockopenai.Start(codexScripted)
 	t.Cleanup(llm.Close)
 	p := codexProvider(t, llm)

@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -82,7 +84,6 @@ func TestGeminiAgent(t *testing.T) {
 // geminiRig is a bridge over Gemini CLI against a scripted mock.
 func geminiRig(t *testing.T) (*acpRig, *mockgemini.Server) {
 	t.Helper()
-	slowAgentTier(t)
 	llm := mockgemini.Start(geminiScripted)
 	t.Cleanup(llm.Close)
 	p := geminiProvider(t, llm)

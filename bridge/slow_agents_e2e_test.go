@@ -1,7 +1,15 @@
+//go:build slowagents
+
+// The slow tier: Gemini CLI, Codex, claude-agent-acp's own sessions and VS
+// Code's model-backed scenarios (vscode_*_slow_test.go). Real agents under
+// -race do not fit in the two minutes `go test -race ./...` may take on two
+// cores, so these files build only with the slowagents tag, and .ci/run runs
+// them in steps of their own (go test -tags slowagents), checking that each
+// scenario passed.
+
 package bridge_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -140,14 +148,6 @@ func cancelMidStream(t *testing.T, r *acpRig, ch, prompt string) time.Duration {
 	return took
 }
 
-// slowAgentsEnv gates the Gemini CLI and Codex tests, and VS Code's
-// model-backed scenarios (vscode_*_slow_test.go): two more real agents
-// and the scenarios' many agent sessions under -race do not fit in the
-// two minutes `go test -race ./...` may take on two cores beside the
-// rest, so .ci/run runs them in a step of their own with it set to 1, and
-// checks that each scenario passed.
-const slowAgentsEnv = "AHP_BRIDGE_SLOW_AGENTS"
-
 // agentScenario is one scenario of a slow-tier agent, played against the
 // mock M of its model's API.
 type agentScenario[M any] struct {
@@ -164,14 +164,6 @@ func runAgentScenarios[M any](t *testing.T, r *acpRig, llm M, scenarios []agentS
 			t.Parallel()
 			sc.run(t, r.forTest(t), llm)
 		})
-	}
-}
-
-// slowAgentTier skips the test unless slowAgentsEnv is 1.
-func slowAgentTier(t *testing.T) {
-	t.Helper()
-	if os.Getenv(slowAgentsEnv) != "1" {
-		t.Skipf("slow tier (Gemini CLI, Codex, VS Code scenarios) runs only with %s=1: .ci/run runs it in a step of its own", slowAgentsEnv)
 	}
 }
 

@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -23,7 +25,6 @@ import (
 // it do, and checks what VS Code checks: the answer, the completed tool
 // call and its result as the client sees them, and the files on disk.
 func TestVSCodeFileOperationsClaude(t *testing.T) {
-	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)
 

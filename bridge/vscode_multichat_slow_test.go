@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -20,7 +22,6 @@ import (
 // work there and that each chat's conversation with the model holds its
 // own turns and no other chat's.
 func TestVSCodeMultiChatClaude(t *testing.T) {
-	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)
 

@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -35,7 +37,7 @@ import (
 // reach the model fails the scenario. The bridge is driven over the wire
 // by the VS Code-dialect client (internal/vscodeclient) only. Each test
 // shares one agent process among its parallel scenarios; they run only
-// with AHP_BRIDGE_SLOW_AGENTS=1 (slowAgentTier), in .ci/run's step of
+// with the slowagents build tag, in .ci/run's step of
 // their own.
 
 // vsScenarioTimeout bounds one wait of a scenario; the agent starts a CLI

@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (
@@ -22,7 +24,6 @@ import (
 
 // TestVSCodeCoreClaude: coreSuite's model-backed scenario.
 func TestVSCodeCoreClaude(t *testing.T) {
-	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)
 
@@ -45,7 +46,6 @@ func TestVSCodeCoreClaude(t *testing.T) {
 // TestVSCodeChangesetClaude: changesetSuite's model-backed scenario, on the
 // bridge's session changeset.
 func TestVSCodeChangesetClaude(t *testing.T) {
-	slowAgentTier(t)
 	t.Parallel()
 	rig := newVSSlowRig(t)
 
@@ -120,7 +120,6 @@ func TestVSCodeChangesetClaude(t *testing.T) {
 // agent: the session, its chats and their transcripts after the bridge
 // restarts, and the agent's own memory of them.
 func TestVSCodeSessionPersistenceClaude(t *testing.T) {
-	slowAgentTier(t)
 	t.Parallel()
 
 	t.Run("session metadata history and provider context survive a host restart", func(t *testing.T) {
