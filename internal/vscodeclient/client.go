@@ -988,64 +988,38 @@ func (c *Client) WaitTurnEnd(ctx context.Context, chat, turnID string) (turn wir
 
 // Root returns a copy of the root state.
 func (c *Client) Root() (wire.RootState, bool) {
-	var out wire.RootState
-	ok := c.copyState(func() any {
-		if c.root != nil {
-			return c.root
-		}
-		return nil
-	}, &out)
-	return out, ok
+	return copyState[wire.RootState](c, func() *wire.RootState { return c.root })
 }
 
 // Session returns a copy of a subscribed session's state.
 func (c *Client) Session(session string) (wire.SessionState, bool) {
-	var out wire.SessionState
-	ok := c.copyState(func() any {
-		if s := c.sessions[session]; s != nil {
-			return s
-		}
-		return nil
-	}, &out)
-	return out, ok
+	return copyState[wire.SessionState](c, func() *wire.SessionState { return c.sessions[session] })
 }
 
 // Chat returns a copy of a subscribed chat's state.
 func (c *Client) Chat(chat string) (wire.ChatState, bool) {
-	var out wire.ChatState
-	ok := c.copyState(func() any {
-		if s := c.chats[chat]; s != nil {
-			return s
-		}
-		return nil
-	}, &out)
-	return out, ok
+	return copyState[wire.ChatState](c, func() *wire.ChatState { return c.chats[chat] })
 }
 
 // ChatJSON returns a subscribed chat's state as JSON, for checks on the
 // member names VS Code reads.
 func (c *Client) ChatJSON(chat string) (map[string]any, bool) {
-	var out map[string]any
-	ok := c.copyState(func() any {
-		if s := c.chats[chat]; s != nil {
-			return s
-		}
-		return nil
-	}, &out)
-	return out, ok
+	return copyState[map[string]any](c, func() *wire.ChatState { return c.chats[chat] })
 }
 
-// copyState deep-copies the state get returns (under the lock) into out.
-func (c *Client) copyState(get func() any, out any) bool {
+// copyState deep-copies, through JSON, the state get returns under the
+// client's lock into a T; false when there is none.
+func copyState[T, S any](c *Client, get func() *S) (T, bool) {
+	var out T
 	c.mu.Lock()
 	st := get()
 	if st == nil {
 		c.mu.Unlock()
-		return false
+		return out, false
 	}
 	b, err := json.Marshal(st)
 	c.mu.Unlock()
-	return err == nil && json.Unmarshal(b, out) == nil
+	return out, err == nil && json.Unmarshal(b, &out) == nil
 }
 
 // Subscriptions returns the subscribed channels, in order.
