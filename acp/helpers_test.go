@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
 	"github.com/ahp-bridge/ahp-bridge/internal/scriptagent"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -21,6 +22,8 @@ import (
 const scriptAgentEnv = "ACP_TEST_RUN_SCRIPTAGENT"
 
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	if os.Getenv(scriptAgentEnv) == "1" {
 		if err := scriptagent.Main(context.Background(), os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "scriptagent:", err)

@@ -23,6 +23,8 @@ import (
 // default GOMAXPROCS; its CPU-bound parallel tests take deadlines that
 // allow for the sharing.
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	if path := os.Getenv(scriptagent.ReplayEnv); path != "" {
 		if err := scriptagent.Replay(path, os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "replay agent:", err)

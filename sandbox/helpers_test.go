@@ -11,12 +11,15 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	goleak.VerifyTestMain(m)
 }
 

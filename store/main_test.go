@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -22,6 +23,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	if role := os.Getenv(helperEnv); role != "" {
 		os.Exit(runHelper(role, os.Getenv(helperPathEnv)))
 	}

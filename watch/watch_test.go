@@ -11,15 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/fsnotify/fsnotify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	// These tests spend their time waiting for the kernel's notifications
 	// to go quiet (settle), not on the CPU. TestCloseReleasesTheInotifyInstance,
 	// which counts the process's inotify instances, is not parallel, so it

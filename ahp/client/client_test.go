@@ -16,9 +16,13 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 // testCtx bounds every wait of a test.
 func testCtx(t *testing.T) context.Context {

@@ -3,9 +3,12 @@ package host
 import (
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	goleak.VerifyTestMain(m)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -15,6 +16,8 @@ import (
 // in the user's; tests that run two bridges at once give them --state
 // files of their own.
 func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+
 	dir, err := os.MkdirTemp("", "ahp-bridge-test-state-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

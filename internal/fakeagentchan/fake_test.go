@@ -6,13 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 func dial(t *testing.T, url string, protos ...string) *websocket.Conn {
 	t.Helper()

@@ -10,12 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 type msg struct {
 	ID     json.RawMessage `json:"id"`

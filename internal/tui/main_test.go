@@ -14,11 +14,15 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // TestMain fails the package's tests when any of them leaves a goroutine
 // running.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 // waitTimeout bounds every wait of these tests; on a quiet machine each
 // takes a small fraction of it.

@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 func TestReadMessages(t *testing.T) {
 	cases := []struct {

@@ -15,9 +15,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.SkipRaceExitSleep()
+	goleak.VerifyTestMain(m)
+}
 
 // echoServer answers every message with the same bytes.
 type echoServer struct {
