@@ -1,3 +1,5 @@
+//go:build slowagents
+
 package bridge_test
 
 import (

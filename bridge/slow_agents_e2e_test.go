@@ -1,7 +1,8 @@
 //go:build slowagents
 
-// The slow tier: Gemini CLI, Codex, claude-agent-acp's own sessions and VS
-// Code's model-backed scenarios (vscode_*_slow_test.go). Real agents under
+// The slow tier: Claude's ACP agents (claude_*_e2e_test.go), Gemini CLI,
+// Codex, claude-agent-acp's own sessions and VS Code's model-backed
+// scenarios (vscode_*_slow_test.go). Real agents under
 // -race do not fit in the two minutes `go test -race ./...` may take on two
 // cores, so these files build only with the slowagents tag, and .ci/run runs
 // them in steps of their own (go test -tags slowagents), checking that each

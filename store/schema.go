@@ -247,8 +247,12 @@ func schemaVersion(ctx context.Context, q querier, path string) (int, error) {
 	return int(v.Int64), nil
 }
 
-// migrate brings the file at db up to len(ms), one transaction per step, so
-// that a step that fails leaves the file at the version before it.
+// migrate brings the file at db up to len(ms) in one transaction, so that
+// a step that fails leaves the file at the version it had. One transaction
+// rather than one per step: a new file runs every step, and each commit and
+// version check costs more than most steps (SQLite parses every statement
+// again, and under the race detector its parser is the slowest code in the
+// tests).
 func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error {
 	// Read before creating anything, so that a foreign database is refused
 	// untouched.
@@ -259,47 +263,49 @@ func migrate(ctx context.Context, db *sql.DB, path string, ms []migration) error
 	if have > len(ms) {
 		return &schemaTooNewError{have: have, know: len(ms)}
 	}
+	if have == len(ms) {
+		return nil
+	}
 	if _, err := db.ExecContext(ctx, versionTable); err != nil {
 		return fmt.Errorf("creating the schema version table in %s: %w", path, err)
 	}
-	// Several bridges may open a new file at once: each step checks the
-	// version again inside its transaction, so that a step another process
-	// ran meanwhile is skipped rather than run twice.
-	for v := have + 1; v <= len(ms); v++ {
-		if err := migrateStep(ctx, db, path, v, ms[v-1]); err != nil {
-			return fmt.Errorf("migrating %s from schema version %d to %d (%s): %w", path, v-1, v, ms[v-1].name, err)
-		}
-	}
-	return nil
+	return migrateSteps(ctx, db, path, ms)
 }
 
-func migrateStep(ctx context.Context, db *sql.DB, path string, v int, m migration) (err error) {
+// migrateSteps runs the steps the file lacks in one transaction. Several
+// bridges may open a new file at once: the version is read again inside the
+// transaction, which holds the write lock from BEGIN, so steps another
+// process ran meanwhile are skipped rather than run twice.
+func migrateSteps(ctx context.Context, db *sql.DB, path string, ms []migration) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("migrating %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, tx.Rollback())
 		}
 	}()
-	// The writer's transactions take the write lock at BEGIN, so nobody
-	// else can migrate between this read and the commit.
 	have, err := schemaVersion(ctx, tx, path)
 	if err != nil {
 		return err
 	}
-	if have >= v {
+	if have >= len(ms) {
 		return tx.Rollback()
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
+	for v := have + 1; v <= len(ms); v++ {
+		if _, err := tx.ExecContext(ctx, ms[v-1].sql); err != nil {
+			return fmt.Errorf("migrating %s from schema version %d to %d (%s): %w", path, v-1, v, ms[v-1].name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
-		return err
+		return fmt.Errorf("migrating %s: recording the schema version: %w", path, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, v); err != nil {
-		return err
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, len(ms)); err != nil {
+		return fmt.Errorf("migrating %s: recording the schema version: %w", path, err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrating %s: %w", path, err)
+	}
+	return nil
 }

@@ -26,8 +26,8 @@ func TestSmoke(t *testing.T) {
 	bin := bridgetest.Binary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // each scenario has its own minute (cfg.Timeout)
 	defer cancel()
-	cfg := Config{Bin: bin, Chunks: 1000, FanoutN: 100, SessionsN: 50, Sessions: 20, FanoutSize: 20,
-		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, LongN: 300, LongSize: 1024, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute,
+	cfg := Config{Bin: bin, Chunks: 300, FanoutN: 30, SessionsN: 15, Sessions: 20, FanoutSize: 20,
+		LatencyN: 100, LatencyRate: 2000, ToolEvery: 10, LongN: 100, LongSize: 1024, Idle: 20, StartupRuns: 2, SlowFor: time.Second, Timeout: time.Minute,
 		Only: slices.DeleteFunc(slices.Clone(AllScenarios), func(s string) bool { return s == scScale })} // TestScaleSmoke has it
 	var lines []string
 	rep, err := Run(ctx, cfg, func(l string) { lines = append(lines, l) })
