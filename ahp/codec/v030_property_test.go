@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer030"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer070"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -132,12 +132,12 @@ func checkCommutes(t *testing.T, sc scenario) {
 		switch {
 		case ha.onSide:
 			channel = sideChat
-			reducer.Chat(side, a, clock)
+			reducer070.Chat(side, a, clock)
 		case ha.onChat || channel == chatURI:
 			channel = chatURI
-			reducer.Chat(sc.chat, a, clock)
+			reducer070.Chat(sc.chat, a, clock)
 		default:
-			reducer.Session(sc.session, a, clock)
+			reducer070.Session(sc.session, a, clock)
 		}
 		envs := c.Envelope(Envelope{Channel: channel, Action: raw, ServerSeq: int64(i + 1)})
 		if ha.onSide {
@@ -148,7 +148,7 @@ func checkCommutes(t *testing.T, sc scenario) {
 			require.Equal(t, propertySession, e.Channel, "every projected action is on the session channel")
 			var a3 w3.StateAction
 			require.NoError(t, json.Unmarshal(e.Action, &a3))
-			v030reducer.Session(&old, a3, clock)
+			reducer030.Session(&old, a3, clock)
 		}
 	}
 	got, err := json.Marshal(&old)
@@ -175,7 +175,7 @@ func hostRules(t *testing.T, c *v030, sc scenario, a wire.StateAction, chatBefor
 		return nil
 	}
 	unread := wire.Action(&wire.SessionIsReadChangedAction{IsRead: false})
-	reducer.Session(sc.session, unread, nil)
+	reducer070.Session(sc.session, unread, nil)
 	b, err := wire.Marshal(unread)
 	require.NoError(t, err)
 	return c.Envelope(Envelope{Channel: propertySession, Action: b})
@@ -221,7 +221,7 @@ func fixtureScenarios(t *testing.T) map[string]scenario {
 			require.NoError(t, json.Unmarshal(f.Initial, sc.session), name)
 			sc.chat = wrapperChat(sc.session)
 		}
-		sc.chat.ModifiedAt = reducer.FormatTime(propertyClock)
+		sc.chat.ModifiedAt = reducer070.FormatTime(propertyClock)
 		for _, a := range f.Actions {
 			sc.actions = append(sc.actions, hostAction{onChat: f.Reducer == "chat", action: a})
 		}
