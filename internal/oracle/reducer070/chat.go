@@ -70,47 +70,29 @@ func Chat(s *wire.ChatState, a wire.StateAction, clock Clock) {
 			}))
 		}
 	case *wire.ChatToolCallDeltaAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallDelta(tc, a, chatConcat)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
+	case *wire.ChatToolCallContentChangedAction:
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 	case *wire.ChatToolCallReadyAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallReady(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 	case *wire.ChatToolCallApprovedAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallApproved(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 	case *wire.ChatToolCallDeniedAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallDenied(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 	case *wire.ChatToolCallCompleteAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallComplete(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 	case *wire.ChatToolCallResultConfirmedAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallResultConfirmed(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
-	case *wire.ChatToolCallContentChangedAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallContentChanged(tc, a)
-		})
 	case *wire.ChatToolCallAuthRequiredAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallAuthRequired(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 	case *wire.ChatToolCallAuthResolvedAction:
-		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, func(tc wire.ToolCallState) (wire.ToolCallState, bool) {
-			return toolCallAuthResolved(tc, a)
-		})
+		chatUpdateToolCall(s, a.TurnID, a.ToolCallID, toolCallRule(wire.Action(a)))
 		chatRefreshStatus(s)
 
 	// History.
