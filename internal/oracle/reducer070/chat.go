@@ -172,7 +172,7 @@ func chatTurnStarted(s *wire.ChatState, a *wire.ChatTurnStartedAction, clock Clo
 		ResponseParts: []wire.ResponsePart{},
 	}
 	s.Status = chatSummaryStatus(s, 0).Without(wire.SessionStatusIsRead)
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 	if a.QueuedMessageID == nil {
 		return
 	}
@@ -227,7 +227,7 @@ func chatEndTurn(s *wire.ChatState, turnID string, state wire.TurnState, duratio
 	}
 	s.Turns = append(s.Turns, turn)
 	s.ActiveTurn = nil
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 	var terminal wire.SessionStatus
 	if state == wire.TurnStateError {
 		terminal = wire.SessionStatusError
@@ -258,7 +258,7 @@ func chatTruncate(s *wire.ChatState, turnID *string, clock Clock) {
 		s.Turns = s.Turns[: idx+1 : idx+1]
 	}
 	s.ActiveTurn = nil
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 	s.Status = chatSummaryStatus(s, 0)
 }
 
@@ -297,7 +297,7 @@ func chatInputRequested(s *wire.ChatState, a *wire.ChatInputRequestedAction, clo
 		t.ResponseParts = append(t.ResponseParts, wire.NewResponsePart(part))
 	}
 	s.Status = chatSummaryStatus(s, 0).Without(wire.SessionStatusIsRead)
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 }
 
 func chatInputAnswerChanged(s *wire.ChatState, a *wire.ChatInputAnswerChangedAction, clock Clock) {
@@ -322,7 +322,7 @@ func chatInputAnswerChanged(s *wire.ChatState, a *wire.ChatInputAnswerChangedAct
 		answers = nil
 	}
 	req.Request.Answers = answers
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 }
 
 // chatInputCompleted records the response on the open request, merging the
@@ -348,7 +348,7 @@ func chatInputCompleted(s *wire.ChatState, a *wire.ChatInputCompletedAction, clo
 	req.Request.Answers = answers
 	req.Response = wire.Ptr(a.Response)
 	s.Status = chatSummaryStatus(s, 0)
-	s.ModifiedAt = clock.iso()
+	s.ModifiedAt = iso(clock)
 }
 
 // chatOpenInputRequest returns the index and part of the unanswered input

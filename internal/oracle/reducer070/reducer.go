@@ -21,41 +21,36 @@ package reducer070
 import (
 	"encoding/json"
 	"reflect"
-	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 )
 
-// Clock returns the current time in milliseconds since the Unix epoch.
-type Clock func() int64
+// Clock returns the current time in milliseconds since the Unix epoch: the
+// 1.0.0 reducer's clock, as are the timestamp helpers below (timestamps are
+// written the same way in both versions).
+type Clock = reducer.Clock
 
 // SystemClock is the wall clock.
-func SystemClock() int64 { return time.Now().UnixMilli() }
+func SystemClock() int64 { return reducer.SystemClock() }
 
-func (c Clock) now() int64 {
+// now is the clock's time; a nil clock is the wall clock.
+func now(c Clock) int64 {
 	if c == nil {
 		return SystemClock()
 	}
 	return c()
 }
 
-// iso formats the clock's time as the ISO-8601 timestamps of AHP 0.7.0
-// (milliseconds, UTC, e.g. "1970-01-01T00:00:09.999Z").
-func (c Clock) iso() string { return FormatTime(c.now()) }
+// iso formats the clock's time as an AHP timestamp (milliseconds, UTC,
+// e.g. "1970-01-01T00:00:09.999Z").
+func iso(c Clock) string { return FormatTime(now(c)) }
 
 // FormatTime formats Unix milliseconds as an AHP timestamp.
-func FormatTime(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-}
+func FormatTime(ms int64) string { return reducer.FormatTime(ms) }
 
 // ParseTime parses an AHP timestamp into Unix milliseconds.
-func ParseTime(s string) (int64, bool) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, false
-	}
-	return t.UnixMilli(), true
-}
+func ParseTime(s string) (int64, bool) { return reducer.ParseTime(s) }
 
 // actionValue returns the action held by a, as a pointer to a variant
 // struct, or nil when a holds nothing usable (nil, a nil pointer, or an
