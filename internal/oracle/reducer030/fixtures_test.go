@@ -3,17 +3,13 @@ package reducer030
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
-
-	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
+	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
 // fixtureCount is how many reducer fixtures the AHP 0.3.0 spec ships.
@@ -21,14 +17,6 @@ const fixtureCount = 163
 
 // fixedClock is the clock the spec's fixtures assume.
 func fixedClock() int64 { return 9999 }
-
-type fixture struct {
-	Description string            `json:"description"`
-	Reducer     string            `json:"reducer"`
-	Initial     json.RawMessage   `json:"initial"`
-	Actions     []json.RawMessage `json:"actions"`
-	Expected    json.RawMessage   `json:"expected"`
-}
 
 func fixtureDir(t testing.TB) string {
 	return testenv.SpecDir(t, "0.3.0", "test-cases", "reducers")
@@ -73,59 +61,14 @@ func reduceJSON(kind string, initial json.RawMessage, actions []json.RawMessage)
 	return json.Marshal(state)
 }
 
-// dropNulls removes object members whose value is null, recursively, so that
-// null and absent compare equal.
-func dropNulls(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			if e != nil {
-				out[k] = dropNulls(e)
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = dropNulls(e)
-		}
-		return out
-	}
-	return v
-}
-
-func normalized(t *testing.T, b []byte) string {
-	t.Helper()
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	out, err := json.MarshalIndent(dropNulls(v), "", "  ")
-	require.NoError(t, err)
-	return string(out)
-}
-
 func TestReducerFixtures(t *testing.T) {
-	dir := fixtureDir(t)
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err, "the AHP reducer fixtures must be at %s", dir)
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	require.GreaterOrEqual(t, len(names), fixtureCount, "expected all %d reducer fixtures in %s", fixtureCount, dir)
-
+	names, fixes := fixtures.Load(t, fixtureDir(t), fixtureCount)
 	for _, name := range names {
-		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			require.NoError(t, err)
-			var f fixture
-			require.NoError(t, json.Unmarshal(b, &f))
+		t.Run(name, func(t *testing.T) {
+			f := fixes[name]
 			got, err := reduceJSON(f.Reducer, f.Initial, f.Actions)
 			require.NoError(t, err)
-			require.Equal(t, normalized(t, f.Expected), normalized(t, got), f.Description)
+			require.Equal(t, fixtures.Normalized(t, f.Expected), fixtures.Normalized(t, got), f.Description)
 		})
 	}
 }

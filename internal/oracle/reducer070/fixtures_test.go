@@ -3,14 +3,13 @@ package reducer070
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -21,14 +20,6 @@ const fixtureCount = 247
 // fixtureClock is the time the fixtures were generated with (the reference
 // test pins Date.now to 9999 ms).
 const fixtureClock = 9999
-
-type fixture struct {
-	Description string            `json:"description"`
-	Reducer     string            `json:"reducer"`
-	Initial     json.RawMessage   `json:"initial"`
-	Actions     []json.RawMessage `json:"actions"`
-	Expected    json.RawMessage   `json:"expected"`
-}
 
 // newState returns a pointer to a zero state of the kind a fixture names.
 func newState(kind string) (any, bool) {
@@ -69,51 +60,11 @@ func reduceJSON(t *testing.T, kind string, initial json.RawMessage, actions []js
 	return out
 }
 
-// dropNulls removes object members whose value is null: the reference
-// reducers are TypeScript, whose fixtures write undefined members as null,
-// and our encoding omits absent optional members.
-func dropNulls(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if e == nil {
-				delete(x, k)
-				continue
-			}
-			x[k] = dropNulls(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = dropNulls(e)
-		}
-	}
-	return v
-}
-
-func normalized(t *testing.T, b []byte) string {
-	t.Helper()
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	out, err := json.MarshalIndent(dropNulls(v), "", "  ")
-	require.NoError(t, err)
-	return string(out)
-}
-
 // TestReducerFixtures replays every official AHP 0.7.0 reducer fixture,
 // keyed by file name. REDUCER_FIXTURES=chat (a comma list of reducer kinds)
 // narrows the run while a reducer is being written.
 func TestReducerFixtures(t *testing.T) {
-	dir := testenv.SpecDir(t, "0.7.0", "test-cases", "reducers")
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	require.GreaterOrEqual(t, len(names), fixtureCount, "expected all %d reducer fixtures in %s", fixtureCount, dir)
+	names, fixes := fixtures.Load(t, testenv.SpecDir(t, "0.7.0", "test-cases", "reducers"), fixtureCount)
 	only := map[string]bool{}
 	for _, k := range strings.Split(os.Getenv("REDUCER_FIXTURES"), ",") {
 		if k == "" {
@@ -126,16 +77,13 @@ func TestReducerFixtures(t *testing.T) {
 		only[k] = true
 	}
 	for _, name := range names {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		require.NoError(t, err)
-		var f fixture
-		require.NoError(t, json.Unmarshal(b, &f), name)
+		f := fixes[name]
 		if len(only) > 0 && !only[f.Reducer] {
 			continue
 		}
-		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			got := reduceJSON(t, f.Reducer, f.Initial, f.Actions)
-			require.Equal(t, normalized(t, f.Expected), normalized(t, got), f.Description)
+			require.Equal(t, fixtures.Normalized(t, f.Expected), fixtures.Normalized(t, got), f.Description)
 		})
 	}
 }
