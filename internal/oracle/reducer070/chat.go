@@ -583,9 +583,6 @@ func chatWaitsForUser(s *wire.ChatState) bool {
 	return false
 }
 
-// chatConcat is the plain way to append streamed text.
-func chatConcat(cur, add string) string { return cur + add }
-
 // chatRawString returns the string member prop of the raw JSON object b;
 // ok is false when b is not an object or prop is absent or not a string.
 func chatRawString(b json.RawMessage, prop string) (string, bool) {
