@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/backend"
-	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
+	"github.com/ahp-bridge/ahp-bridge/logfield"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/rs/zerolog"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/backend"
-	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
+	"github.com/ahp-bridge/ahp-bridge/logfield"
 	"github.com/ahp-bridge/ahp-bridge/mapping"
 )
 

@@ -12,20 +12,20 @@ import (
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
-	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3wire "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	w7 "github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	w7wire "github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/bridgetest"
+	w3 "github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer030"
+	w7 "github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer070"
 )
 
 // The dialect tests drive the bridge as clients of each protocol version it
 // speaks would, over a raw WebSocket (bridgetest.RawClient): they send the
 // shapes of their version and read what arrives as that version's JSON.
 // A 0.3.0 client decodes with ahp/v030/wire and reduces with
-// ahp/v030/reducer; a 0.7.0 client (served through a codec) with
-// ahp/v070/wire and ahp/v070/reducer; a 1.0.0 client (the host's own
+// internal/oracle/reducer030; a 0.7.0 client (served through a codec) with
+// ahp/v070/wire and internal/oracle/reducer070; a 1.0.0 client (the host's own
 // dialect) and a 0.9.0 client (1.0.0 minus what 1.0.0 added, so the same
 // types read it) with ahp/wire and ahp/reducer; the chat dialects between
 // (0.6.0, 0.5.x), for which we have no types, are checked as JSON.

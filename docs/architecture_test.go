@@ -112,3 +112,42 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	slices.Sort(named)
 	assert.Equal(t, importers, named, "the packages docs/architecture.md says import %s", sdk)
 }
+
+// testOnly are the packages under internal/ that only test files may
+// import: the oracles and fakes issue 30 moved out of the production tree.
+var testOnly = []string{"internal/oracle/", "internal/fakehost"}
+
+// TestProductionImportsNoInternal is issue 30's layering rule, as
+// docs/architecture.md states it: no non-test file of a package outside
+// cmd/ and internal/ imports a package under internal/ (production code
+// imports point inward, never up into the commands' helpers or the test
+// rigs), and no non-test file anywhere imports a test oracle or fake.
+func TestProductionImportsNoInternal(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), "TestProductionImportsNoInternal", "docs/architecture.md states the rule this test checks")
+
+	const module = "github.com/ahp-bridge/ahp-bridge/"
+	var up, rigs []string
+	for dir, imports := range packages(t, root) {
+		for _, imp := range imports {
+			rel, ok := strings.CutPrefix(imp, module)
+			if !ok || !strings.HasPrefix(rel, "internal/") {
+				continue
+			}
+			if !strings.HasPrefix(dir, "cmd/") && !strings.HasPrefix(dir, "internal/") {
+				up = append(up, dir+" → "+rel)
+			}
+			for _, p := range testOnly {
+				if rel == p || strings.HasPrefix(rel, p) {
+					rigs = append(rigs, dir+" → "+rel)
+				}
+			}
+		}
+	}
+	slices.Sort(up)
+	slices.Sort(rigs)
+	assert.Empty(t, up, "production packages outside cmd/ and internal/ that import internal/ (non-test files)")
+	assert.Empty(t, rigs, "non-test files that import a test oracle or fake")
+}

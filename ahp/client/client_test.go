@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 )
 
 // FuzzHandleFrame feeds arbitrary frames to the client's message handling,

@@ -2,18 +2,16 @@ package codec
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer030"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer070"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -132,12 +130,12 @@ func checkCommutes(t *testing.T, sc scenario) {
 		switch {
 		case ha.onSide:
 			channel = sideChat
-			reducer.Chat(side, a, clock)
+			reducer070.Chat(side, a, clock)
 		case ha.onChat || channel == chatURI:
 			channel = chatURI
-			reducer.Chat(sc.chat, a, clock)
+			reducer070.Chat(sc.chat, a, clock)
 		default:
-			reducer.Session(sc.session, a, clock)
+			reducer070.Session(sc.session, a, clock)
 		}
 		envs := c.Envelope(Envelope{Channel: channel, Action: raw, ServerSeq: int64(i + 1)})
 		if ha.onSide {
@@ -148,12 +146,12 @@ func checkCommutes(t *testing.T, sc scenario) {
 			require.Equal(t, propertySession, e.Channel, "every projected action is on the session channel")
 			var a3 w3.StateAction
 			require.NoError(t, json.Unmarshal(e.Action, &a3))
-			v030reducer.Session(&old, a3, clock)
+			reducer030.Session(&old, a3, clock)
 		}
 	}
 	got, err := json.Marshal(&old)
 	require.NoError(t, err)
-	require.Equal(t, normalizedJSON(t, project()), normalizedJSON(t, got))
+	require.Equal(t, fixtures.Normalized(t, project()), fixtures.Normalized(t, got))
 }
 
 // hostRules applies what the host does besides dispatching the scenario's
@@ -175,7 +173,7 @@ func hostRules(t *testing.T, c *v030, sc scenario, a wire.StateAction, chatBefor
 		return nil
 	}
 	unread := wire.Action(&wire.SessionIsReadChangedAction{IsRead: false})
-	reducer.Session(sc.session, unread, nil)
+	reducer070.Session(sc.session, unread, nil)
 	b, err := wire.Marshal(unread)
 	require.NoError(t, err)
 	return c.Envelope(Envelope{Channel: propertySession, Action: b})
@@ -186,23 +184,11 @@ func hostRules(t *testing.T, c *v030, sc scenario, a wire.StateAction, chatBefor
 func fixtureScenarios(t *testing.T) map[string]scenario {
 	t.Helper()
 	dir := testenv.SpecDir(t, "0.7.0", "test-cases", "reducers")
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
+	names, fixes := fixtures.Load(t, dir, 0)
 	out := map[string]scenario{}
 	seen := map[string]bool{}
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), ".json")
-		if e.IsDir() || name == e.Name() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		var f struct {
-			Reducer string            `json:"reducer"`
-			Initial json.RawMessage   `json:"initial"`
-			Actions []json.RawMessage `json:"actions"`
-		}
-		require.NoError(t, json.Unmarshal(b, &f), e.Name())
+	for _, name := range names {
+		f := fixes[name]
 		if f.Reducer != "chat" && f.Reducer != "session" {
 			continue
 		}
@@ -221,7 +207,7 @@ func fixtureScenarios(t *testing.T) map[string]scenario {
 			require.NoError(t, json.Unmarshal(f.Initial, sc.session), name)
 			sc.chat = wrapperChat(sc.session)
 		}
-		sc.chat.ModifiedAt = reducer.FormatTime(propertyClock)
+		sc.chat.ModifiedAt = reducer070.FormatTime(propertyClock)
 		for _, a := range f.Actions {
 			sc.actions = append(sc.actions, hostAction{onChat: f.Reducer == "chat", action: a})
 		}
@@ -258,35 +244,6 @@ func wrapperChat(s *wire.SessionState) *wire.ChatState {
 		uri = *s.DefaultChat
 	}
 	return &wire.ChatState{Resource: uri, Title: s.Title, Status: wire.SessionStatusIdle, Turns: []wire.Turn{}}
-}
-
-// normalizedJSON re-encodes JSON without null members, indented, so that a
-// failure shows a readable diff.
-func normalizedJSON(t *testing.T, b []byte) string {
-	t.Helper()
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	out, err := json.MarshalIndent(dropNullMembers(v), "", "  ")
-	require.NoError(t, err)
-	return string(out)
-}
-
-func dropNullMembers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if e == nil {
-				delete(x, k)
-				continue
-			}
-			x[k] = dropNullMembers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = dropNullMembers(e)
-		}
-	}
-	return v
 }
 
 // sortedKeys returns the keys of m in order.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/v070/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer070"
 )
 
 // scenarioClient is the clientId of the 0.3.0 client of the scenarios.
@@ -56,7 +56,7 @@ func v030Scenarios(t *testing.T) map[string]scenario {
 		if f.Session != nil {
 			require.NoError(t, json.Unmarshal(f.Session, sc.session), e.Name())
 		}
-		sc.chat.ModifiedAt = reducer.FormatTime(propertyClock)
+		sc.chat.ModifiedAt = reducer070.FormatTime(propertyClock)
 		for _, a := range f.Actions {
 			ha := hostAction{action: a.Action}
 			switch a.On {
@@ -100,7 +100,7 @@ func completeAsHost(t *testing.T, sc scenario, action json.RawMessage) json.RawM
 			}
 		}
 	case *wire.ChatTurnStartedAction:
-		v.StartedAt = reducer.FormatTime(propertyClock)
+		v.StartedAt = reducer070.FormatTime(propertyClock)
 		model, agent := selection070(sc.chat)
 		if v.Message.Model == nil {
 			v.Message.Model = model
@@ -110,7 +110,7 @@ func completeAsHost(t *testing.T, sc scenario, action json.RawMessage) json.RawM
 		}
 	case *wire.ChatTurnCancelledAction:
 		if t0 := sc.chat.ActiveTurn; t0 != nil {
-			if started, ok := reducer.ParseTime(t0.StartedAt); ok {
+			if started, ok := reducer070.ParseTime(t0.StartedAt); ok {
 				v.Duration = max(0, propertyClock-started)
 			}
 		}

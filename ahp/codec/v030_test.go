@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	v030reducer "github.com/ahp-bridge/ahp-bridge/ahp/v030/reducer"
 	w3 "github.com/ahp-bridge/ahp-bridge/ahp/v030/wire"
 	"github.com/ahp-bridge/ahp-bridge/ahp/v070/wire"
 	hostwire "github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/reducer030"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected values of the golden files under testdata/v030")
@@ -349,9 +349,9 @@ func TestV030GoldenCoverage(t *testing.T) {
 	}
 	for _, typ := range dispatchable030 {
 		require.True(t, up[string(typ)], "no accepted golden dispatch of %s", typ)
-		require.True(t, v030reducer.ClientDispatchable(string(typ)), "%s is client-dispatchable in 0.3.0", typ)
+		require.True(t, reducer030.ClientDispatchable(string(typ)), "%s is client-dispatchable in 0.3.0", typ)
 	}
 	for typ, accepted := range up {
-		require.Equal(t, v030reducer.ClientDispatchable(typ), accepted, "%s accepted", typ)
+		require.Equal(t, reducer030.ClientDispatchable(typ), accepted, "%s accepted", typ)
 	}
 }

@@ -26,7 +26,7 @@ import (
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
-	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
+	"github.com/ahp-bridge/ahp-bridge/logfield"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 

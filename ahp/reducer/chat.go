@@ -292,7 +292,7 @@ func chatEndTurn(s *wire.ChatState, turnID string, state wire.TurnState, duratio
 		if !ok {
 			continue
 		}
-		if c, ok := toolCallForceCancel(tp.ToolCall); ok {
+		if c, ok := CancelUnfinishedToolCall(tp.ToolCall); ok {
 			active.ResponseParts[i] = wire.NewResponsePart(&wire.ToolCallResponsePart{Kind: wire.ResponsePartKindToolCall, ToolCall: c})
 		}
 	}

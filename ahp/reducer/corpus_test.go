@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -75,12 +76,12 @@ func TestCorpusFixtures(t *testing.T) {
 			ran++
 			b, err := os.ReadFile(filepath.Join(dir, file))
 			require.NoError(t, err)
-			var f fixture
+			var f fixtures.Fixture
 			require.NoError(t, json.Unmarshal(b, &f))
 			_, known := newState(f.Reducer)
 			require.True(t, known, "reducer kind %q has no state type", f.Reducer)
-			got := normalized(t, reduceJSON(t, f.Reducer, f.Initial, f.Actions))
-			want := normalized(t, f.Expected)
+			got := fixtures.Normalized(t, reduceJSON(t, f.Reducer, f.Initial, f.Actions))
+			want := fixtures.Normalized(t, f.Expected)
 			if reason, excused := corpusExcused[file]; excused {
 				require.NotEqual(t, want, got, "%s is excused (%s) but now passes: take it off corpusExcused", file, reason)
 				return

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 
@@ -22,14 +21,6 @@ const fixtureCount = 247
 // fixtureClock is the time the fixtures were generated with (the reference
 // test pins Date.now to 9999 ms).
 const fixtureClock = 9999
-
-type fixture struct {
-	Description string            `json:"description"`
-	Reducer     string            `json:"reducer"`
-	Initial     json.RawMessage   `json:"initial"`
-	Actions     []json.RawMessage `json:"actions"`
-	Expected    json.RawMessage   `json:"expected"`
-}
 
 // newState returns a pointer to a zero state of the kind a fixture names.
 func newState(kind string) (any, bool) {
@@ -74,36 +65,6 @@ func reduceJSON(t *testing.T, kind string, initial json.RawMessage, actions []js
 	out, err := wire.Marshal(st)
 	require.NoError(t, err)
 	return out
-}
-
-// dropNulls removes object members whose value is null: the reference
-// reducers are TypeScript, whose fixtures write undefined members as null,
-// and our encoding omits absent optional members.
-func dropNulls(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if e == nil {
-				delete(x, k)
-				continue
-			}
-			x[k] = dropNulls(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = dropNulls(e)
-		}
-	}
-	return v
-}
-
-func normalized(t *testing.T, b []byte) string {
-	t.Helper()
-	var v any
-	require.NoError(t, json.Unmarshal(b, &v))
-	out, err := json.MarshalIndent(dropNulls(v), "", "  ")
-	require.NoError(t, err)
-	return string(out)
 }
 
 // Converting a 0.7.0 fixture to 1.0.0.
@@ -382,14 +343,14 @@ func convertAnnotationTurn(o jsonObject, turnKey string) {
 // convertedFixture is a fixture in 1.0.0 JSON.
 type convertedFixture struct {
 	name     string
-	f        fixture
+	f        fixtures.Fixture
 	initial  json.RawMessage
 	actions  []json.RawMessage
 	expected json.RawMessage
 }
 
 // convertFixture converts f to 1.0.0 JSON by the rules above.
-func convertFixture(t *testing.T, name string, f fixture) convertedFixture {
+func convertFixture(t *testing.T, name string, f fixtures.Fixture) convertedFixture {
 	t.Helper()
 	decode := func(b json.RawMessage) any {
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -423,28 +384,9 @@ func convertFixture(t *testing.T, name string, f fixture) convertedFixture {
 
 // loadFixtures returns every official 0.7.0 reducer fixture, by file name
 // without .json, in name order.
-func loadFixtures(t *testing.T) ([]string, map[string]fixture) {
+func loadFixtures(t *testing.T) ([]string, map[string]fixtures.Fixture) {
 	t.Helper()
-	dir := testenv.SpecDir(t, "0.7.0", "test-cases", "reducers")
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	out := map[string]fixture{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		var f fixture
-		require.NoError(t, json.Unmarshal(b, &f), e.Name())
-		name := strings.TrimSuffix(e.Name(), ".json")
-		names = append(names, name)
-		out[name] = f
-	}
-	sort.Strings(names)
-	require.GreaterOrEqual(t, len(names), fixtureCount, "expected all %d reducer fixtures in %s", fixtureCount, dir)
-	return names, out
+	return fixtures.Load(t, testenv.SpecDir(t, "0.7.0", "test-cases", "reducers"), fixtureCount)
 }
 
 // TestConvertedFixtures replays every official AHP 0.7.0 reducer fixture,
@@ -452,7 +394,7 @@ func loadFixtures(t *testing.T) ([]string, map[string]fixture) {
 // comma list of reducer kinds) narrows the run while a reducer is being
 // written.
 func TestConvertedFixtures(t *testing.T) {
-	names, fixtures := loadFixtures(t)
+	names, fixes := loadFixtures(t)
 	only := map[string]bool{}
 	for _, k := range strings.Split(os.Getenv("REDUCER_FIXTURES"), ",") {
 		if k == "" {
@@ -465,21 +407,21 @@ func TestConvertedFixtures(t *testing.T) {
 		only[k] = true
 	}
 	for name := range convertFixtureExclusions {
-		require.Contains(t, fixtures, name, "convertFixtureExclusions names a fixture that does not exist")
+		require.Contains(t, fixes, name, "convertFixtureExclusions names a fixture that does not exist")
 	}
 	for name := range modifiedAt10 {
-		require.Contains(t, fixtures, name, "modifiedAt10 names a fixture that does not exist")
+		require.Contains(t, fixes, name, "modifiedAt10 names a fixture that does not exist")
 	}
 	passed := 0
 	for _, name := range names {
-		f := fixtures[name]
+		f := fixes[name]
 		if len(only) > 0 && !only[f.Reducer] {
 			continue
 		}
 		c := convertFixture(t, name, f)
 		t.Run(name, func(t *testing.T) {
-			got := normalized(t, reduceJSON(t, f.Reducer, c.initial, c.actions))
-			want := normalized(t, c.expected)
+			got := fixtures.Normalized(t, reduceJSON(t, f.Reducer, c.initial, c.actions))
+			want := fixtures.Normalized(t, c.expected)
 			if reason, excluded := convertFixtureExclusions[name]; excluded {
 				require.NotEqual(t, want, got, "%s is excluded (%s) but now passes: take it off the list", name, reason)
 				return

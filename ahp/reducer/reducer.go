@@ -7,7 +7,8 @@
 // dialects are projections of what it computes (docs/protocol-versions.md
 // §14).
 //
-// It is a port of ahp/v070/reducer, which follows the reference reducers of
+// It is a port of the 0.7.0 reducer (now the test oracle
+// internal/oracle/reducer070), which follows the reference reducers of
 // AHP 0.7.0 and its official fixtures, to the 1.0.0 wire types of ahp/wire,
 // with the rules 0.8.0–1.0.0 added. No 1.x reference reducer source could be
 // read, so those rules come from the schema descriptions (schema/*.schema.json

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
 )
 
 // decisionCases are behaviours the official fixtures leave out and that
@@ -191,7 +192,7 @@ func TestDecisions(t *testing.T) {
 				actions[i] = json.RawMessage(a)
 			}
 			got := reduceJSON(t, c.kind, json.RawMessage(c.initial), actions)
-			require.Equal(t, normalized(t, []byte(c.expected)), normalized(t, got))
+			require.Equal(t, fixtures.Normalized(t, []byte(c.expected)), fixtures.Normalized(t, got))
 		})
 	}
 }

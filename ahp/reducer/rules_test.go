@@ -2,13 +2,11 @@ package reducer
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ahp-bridge/ahp-bridge/internal/oracle/fixtures"
 )
 
 // rulesDir holds the golden cases of the rules AHP 0.8.0–1.0.0 added, one
@@ -41,28 +39,14 @@ var rulesActionTypes = []string{
 
 // loadRules returns the golden cases by file name without .json, in name
 // order.
-func loadRules(t *testing.T) ([]string, map[string]fixture) {
+func loadRules(t *testing.T) ([]string, map[string]fixtures.Fixture) {
 	t.Helper()
-	entries, err := os.ReadDir(rulesDir)
-	require.NoError(t, err)
-	var names []string
-	out := map[string]fixture{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(rulesDir, e.Name()))
-		require.NoError(t, err)
-		var f fixture
-		require.NoError(t, json.Unmarshal(b, &f), e.Name())
-		require.NotEmpty(t, f.Actions, "%s has no actions", e.Name())
-		require.NotEmpty(t, f.Description, "%s says nothing about what it checks", e.Name())
-		name := strings.TrimSuffix(e.Name(), ".json")
-		names = append(names, name)
-		out[name] = f
+	names, rules := fixtures.Load(t, rulesDir, 1)
+	for _, name := range names {
+		require.NotEmpty(t, rules[name].Actions, "%s has no actions", name)
+		require.NotEmpty(t, rules[name].Description, "%s says nothing about what it checks", name)
 	}
-	sort.Strings(names)
-	return names, out
+	return names, rules
 }
 
 // TestRules runs every golden case of the 1.0.0 rules.
@@ -73,7 +57,7 @@ func TestRules(t *testing.T) {
 		f := rules[name]
 		t.Run(name, func(t *testing.T) {
 			got := reduceJSON(t, f.Reducer, f.Initial, f.Actions)
-			require.Equal(t, normalized(t, f.Expected), normalized(t, got), f.Description)
+			require.Equal(t, fixtures.Normalized(t, f.Expected), fixtures.Normalized(t, got), f.Description)
 		})
 	}
 }

@@ -60,10 +60,10 @@ func requireStreamingMatchesChat(t *testing.T, initial json.RawMessage, actions 
 // 1.0.0, exactly as Chat does, after every single action; the excluded
 // fixtures included, since Chat and Streaming must agree on anything.
 func TestStreamingMatchesChatOnConvertedFixtures(t *testing.T) {
-	names, fixtures := loadFixtures(t)
+	names, fixes := loadFixtures(t)
 	n := 0
 	for _, name := range names {
-		f := fixtures[name]
+		f := fixes[name]
 		if f.Reducer != "chat" {
 			continue
 		}

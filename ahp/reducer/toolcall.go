@@ -480,11 +480,13 @@ func toolCallAuthResolved(tc wire.ToolCallState, a *wire.ChatToolCallAuthResolve
 	}), true
 }
 
-// toolCallForceCancel cancels (reason skipped) a tool call that has not
-// finished when its turn ends, whatever its status, one this package does
-// not know included: the turn is over, so the call cannot still be going.
-// Completed and cancelled calls, and null ones, are left alone.
-func toolCallForceCancel(tc wire.ToolCallState) (wire.ToolCallState, bool) {
+// CancelUnfinishedToolCall cancels (reason skipped) a tool call that has
+// not finished when its turn ends, whatever its status, one this package
+// does not know included: the turn is over, so the call cannot still be
+// going. Completed and cancelled calls, and null ones, are left alone; ok
+// reports whether tc was cancelled. Chat does this to every tool call of a
+// turn it ends, and so does the 0.7.0 test oracle, whose rule it is too.
+func CancelUnfinishedToolCall(tc wire.ToolCallState) (wire.ToolCallState, bool) {
 	switch tc.Value.(type) {
 	case *wire.ToolCallCompletedState, *wire.ToolCallCancelledState:
 		return tc, false
@@ -504,4 +506,38 @@ func toolCallForceCancel(tc wire.ToolCallState) (wire.ToolCallState, bool) {
 		c.InvocationMessage = *inv
 	}
 	return wire.NewToolCallState(c), true
+}
+
+// ToolCall applies a tool call action (chat/toolCallDelta, toolCallReady,
+// toolCallConfirmed, toolCallComplete, toolCallResultConfirmed,
+// toolCallContentChanged, toolCallAuthRequired, toolCallAuthResolved) to
+// the one tool call tc, by the rules Chat applies to the tool call the
+// action names, and reports whether it changed tc. Any other action, and
+// an action a tool call in tc's status ignores, leave tc as it is. tc may
+// be changed in place; use the tool call returned.
+//
+// AHP 0.7.0 has the same tool call rules, and the 0.7.0 test oracle
+// (internal/oracle/reducer070) applies them with this function.
+func ToolCall(tc wire.ToolCallState, a wire.StateAction) (wire.ToolCallState, bool) {
+	switch a := actionValue(a).(type) {
+	case *wire.ChatToolCallDeltaAction:
+		return toolCallDelta(tc, a, chatConcat)
+	case *wire.ChatToolCallReadyAction:
+		return toolCallReady(tc, a)
+	case *wire.ChatToolCallApprovedAction:
+		return toolCallApproved(tc, a)
+	case *wire.ChatToolCallDeniedAction:
+		return toolCallDenied(tc, a)
+	case *wire.ChatToolCallCompleteAction:
+		return toolCallComplete(tc, a)
+	case *wire.ChatToolCallResultConfirmedAction:
+		return toolCallResultConfirmed(tc, a)
+	case *wire.ChatToolCallContentChangedAction:
+		return toolCallContentChanged(tc, a)
+	case *wire.ChatToolCallAuthRequiredAction:
+		return toolCallAuthRequired(tc, a)
+	case *wire.ChatToolCallAuthResolvedAction:
+		return toolCallAuthResolved(tc, a)
+	}
+	return tc, false
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/internal/tui"
 )
 

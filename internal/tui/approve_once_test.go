@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 )
 
 // geminiLikeEdit asks to edit a file offering "allow always" first, as

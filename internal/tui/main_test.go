@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 )
 

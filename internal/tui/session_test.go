@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/client"
-	"github.com/ahp-bridge/ahp-bridge/ahp/client/fakehost"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
+	"github.com/ahp-bridge/ahp-bridge/internal/fakehost"
 )
 
 func TestRunAgainstFakeHost(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
-	"github.com/ahp-bridge/ahp-bridge/internal/logfield"
+	"github.com/ahp-bridge/ahp-bridge/logfield"
 )
 
 // Defaults used when Options leaves a field zero.
