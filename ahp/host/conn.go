@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/workspace"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/transport"
 )
@@ -72,8 +73,8 @@ type conn struct {
 	reqWG   sync.WaitGroup // asynchronous requests still running
 	pending atomic.Int32   // how many of them; bounded by MaxPendingRequests
 
-	streams streamSet // streamed responses not yet written (stream.go)
-	files   connFiles // what this connection may touch on disk (files.go)
+	streams streamSet       // streamed responses not yet written (stream.go)
+	files   workspace.Files // what this connection may touch on disk (workspace.go)
 }
 
 // isInitialized reports whether the connection has completed initialize

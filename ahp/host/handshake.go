@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/workspace"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -83,7 +84,7 @@ func (h *Host) initialize(c *conn, m *inMessage) {
 	if h.opts.ServerVersion != "" {
 		res.ServerInfo.Version = wire.Ptr(h.opts.ServerVersion)
 	}
-	if dir := defaultDirectoryURI(h.opts.DefaultDirectory); dir != "" {
+	if dir := workspace.DefaultDirectoryURI(h.opts.DefaultDirectory); dir != "" {
 		res.DefaultDirectory = &dir
 	}
 	frame := h.resultFrame(&request{c: c, id: m.id, method: "initialize"}, res)

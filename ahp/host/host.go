@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/workspace"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/logfield"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -97,7 +98,7 @@ type Options struct {
 	// (resourceList, resourceResolve: names, types, sizes and times, never
 	// contents) without a session, so that a client can pick the working
 	// directory of a new session. Everything else stays confined to the
-	// sessions' working directories (files.go).
+	// sessions' working directories (package workspace).
 	BrowseRoots []string
 	// CompletionTriggerCharacters is advertised in the initialize result.
 	CompletionTriggerCharacters []string
@@ -134,7 +135,8 @@ type Options struct {
 	// (retention.go). Zero keeps them until `ahp-bridge sessions delete`.
 	ArchiveRetention time.Duration
 
-	// maxWatchesPerConn overrides the constant of the same name in tests.
+	// maxWatchesPerConn overrides workspace.Options.MaxWatchesPerConn's
+	// default in tests.
 	maxWatchesPerConn int
 }
 
@@ -197,9 +199,9 @@ type Host struct {
 	// dir tells codecs which chat is which session's default one.
 	dir *directory
 
-	stats   counters
-	ops     opsCounters // see ops.go
-	watches watchSet    // resource watches (resourcewatch.go)
+	stats counters
+	ops   opsCounters          // see ops.go
+	ws    *workspace.Workspace // the workspace's files and resource watches (workspace.go)
 
 	// ds is the durable side (persist.go); nil without Options.Store.
 	ds *durable
@@ -250,9 +252,6 @@ func Open(opts Options) (*Host, error) {
 	if opts.MaxWatchDirectories <= 0 {
 		opts.MaxWatchDirectories = DefaultMaxWatchDirectories
 	}
-	if opts.maxWatchesPerConn <= 0 {
-		opts.maxWatchesPerConn = maxWatchesPerConn
-	}
 	log := opts.Logger
 	if opts.ServerName != "" {
 		log = log.With().Str("server", opts.ServerName).Logger()
@@ -267,6 +266,7 @@ func Open(opts Options) (*Host, error) {
 		clientVersions: make(map[string]codec.Version),
 		codecs:         make(map[codec.Version]codec.Codec),
 		dir:            newDirectory(),
+		ws:             newWorkspace(opts, log),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.root = newChannel(RootURI, chanRoot)

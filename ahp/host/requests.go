@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/workspace"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -82,9 +83,9 @@ func (h *Host) resourceRead(ctx context.Context, r *request, _ string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for resourceRead: uri is required"))
 		return
 	}
-	if isFileURI(p.URI) {
+	if workspace.IsFileURI(p.URI) {
 		// The workspace's files, through the connection's sandbox
-		// (resources.go); other URIs are the handler's.
+		// (workspace.go); other URIs are the handler's.
 		h.readFile(ctx, r, p)
 		return
 	}

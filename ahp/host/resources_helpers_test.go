@@ -12,8 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/workspace"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
+
+// fileURI is the file URI of an absolute path.
+func fileURI(p string) string { return workspace.FileURI(p) }
 
 // realTempDir is a fresh directory with every symbolic link of its path
 // resolved, so that the paths the host reports compare equal.
