@@ -76,20 +76,26 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	reason := rejectedTurn(t, b, defaultChat(t, a, session))
 	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
 	assert.Contains(t, reason, url)
-	// So is a subscription there, for now (no read-only view yet).
-	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(bridgeA.Process.Pid))
-
-	// A is killed (kill -9: no chance to release anything). B's next
-	// turn there runs: B sees A's pid is gone and takes the session over.
-	require.NoError(t, bridgeA.Process.Kill())
-	_ = bridgeA.Wait()
+	// B serves it read-only: its history, then A's next turn once A
+	// completed it; a turn there is still refused, naming A.
 	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
 	require.NoError(t, err)
 	chat := defaultChat(t, b, session)
-	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), chat)
+	history, err := b.WaitForChat(bridgetest.Context(t, 10*time.Second), chat, func(*wire.ChatState) bool { return true })
 	require.NoError(t, err)
+	require.Len(t, history.Turns, 1, "B shows A's history")
+	assert.Equal(t, turn, history.Turns[0].ID)
+	next := bridgetest.StartTurn(t, a, session, "echo seen from the other bridge")
+	bridgetest.WaitTurnEnd(t, a, session, next, 30*time.Second)
+	seen := bridgetest.WaitTurnEnd(t, b, chat, next, 10*time.Second)
+	assert.Equal(t, wire.TurnStateComplete, seen.State, "B's subscriber sees A's turn complete")
+	assert.Contains(t, rejectedTurn(t, b, chat), "pid "+strconv.Itoa(bridgeA.Process.Pid))
+
+	// A is killed (kill -9: no chance to release anything). B's next
+	// turn there runs: B sees A's pid is gone and takes the session over,
+	// under the subscription B's client already has.
+	require.NoError(t, bridgeA.Process.Kill())
+	_ = bridgeA.Wait()
 	turn = bridgetest.StartTurn(t, b, chat, "echo taken over")
 	bridgetest.WaitTurnEnd(t, b, chat, turn, 30*time.Second)
 
