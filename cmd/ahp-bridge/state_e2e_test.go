@@ -110,6 +110,49 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	waitNotification(t, c, "root/sessionRemoved", session)
 }
 
+// TestStateWatcherTakesOverAKilledBridgesTurn: bridge B shows A's session
+// read-only while A streams a turn; A is killed mid-turn; B's next turn
+// takes the session over, and B's client, under the subscription it had,
+// sees A's interrupted turn end as a restart ends it, then its own turn.
+func TestStateWatcherTakesOverAKilledBridgesTurn(t *testing.T) {
+	t.Parallel() // mostly waits on subprocesses: overlaps the CPU-bound tests
+	state := filepath.Join(t.TempDir(), "state.db")
+	urlA, bridgeA, _ := serveState(t, state)
+	urlB, _, _ := serveState(t, state)
+	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
+	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
+	chat, err := a.DefaultChat(session)
+	require.NoError(t, err)
+	waitNotification(t, b, "root/sessionAdded", session)
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.NoError(t, err)
+
+	// 1 KiB chunks, 100 a second; killed once a client of A saw 100 KiB.
+	streaming := bridgetest.StartTurn(t, a, session, "bench 100000 1024 100")
+	_, err = a.WaitForChat(bridgetest.Context(t, 60*time.Second), chat, func(s *wire.ChatState) bool {
+		return s.ActiveTurn != nil && len(activeText(s.ActiveTurn)) >= 100<<10
+	})
+	require.NoError(t, err)
+	watched, err := b.Chat(chat)
+	require.NoError(t, err)
+	assert.Nil(t, watched.ActiveTurn, "B shows completed turns only")
+	require.NoError(t, bridgeA.Process.Signal(syscall.SIGKILL))
+	_ = bridgeA.Wait()
+
+	mine := bridgetest.StartTurn(t, b, chat, "echo taken over mid-turn")
+	cut := bridgetest.WaitTurnEnd(t, b, chat, streaming, 10*time.Second)
+	assert.Equal(t, wire.TurnStateCancelled, cut.State)
+	assert.NotEmpty(t, turnText(cut.ResponseParts), "what A's checkpoint kept")
+	last := cut.ResponseParts[len(cut.ResponseParts)-1].Value
+	require.IsType(t, &wire.SystemNotificationResponsePart{}, last)
+	assert.Contains(t, last.(*wire.SystemNotificationResponsePart).Content.Text, "restarted")
+	bridgetest.WaitTurnEnd(t, b, chat, mine, 30*time.Second)
+	after, err := b.Chat(chat)
+	require.NoError(t, err)
+	require.Len(t, after.Turns, 2)
+	assert.Equal(t, []string{streaming, mine}, []string{after.Turns[0].ID, after.Turns[1].ID})
+}
+
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
 // is moved aside, said on stderr, and the bridge starts empty.
 func TestStateCorruptFileIsMovedAside(t *testing.T) {
