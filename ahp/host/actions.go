@@ -59,7 +59,7 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	if ch = h.retarget(ch, channel, a); ch == nil {
 		return
 	}
-	if reason := h.mayChange(ch.uri); reason != "" { // mirror.go: a session another bridge drives
+	if reason := h.mayChangeChannel(ch); reason != "" { // mirror.go: a session another bridge drives
 		h.reject(c, p.Channel, p.Action, origin, reason)
 		return
 	}

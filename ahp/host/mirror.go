@@ -36,25 +36,28 @@ import (
 // more than a bridge completes in a poll's second.
 const mirrorTurns = RestoredTurns
 
-// isMirror reports whether uri names a session (or a chat of one) loaded
-// here read-only, and its group.
-func (h *Host) isMirror(uri string) (*sessionGroup, bool) {
+// mayChange is what a request that changes the session uri names (the
+// session or one of its chats) needs first: see mayChangeChannel.
+func (h *Host) mayChange(uri string) string {
 	ch := h.lookup(uri)
-	if ch == nil || ch.group == nil {
-		return nil, false
+	if ch == nil {
+		return ""
 	}
-	g := ch.group
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g, g.mirror && !g.session.removed
+	return h.mayChangeChannel(ch)
 }
 
-// mayChange is what a request or an action that changes the session uri
-// names needs first: for a mirror, this bridge takes the session over
-// when its holder is gone. It returns why it cannot when the holder lives
-// (or the takeover failed), "" otherwise.
-func (h *Host) mayChange(uri string) string {
-	g, mirror := h.isMirror(uri)
+// mayChangeChannel is what an action on ch needs first: for a channel of
+// a mirror, this bridge takes the session over when its holder is gone.
+// It returns why it cannot when the holder lives (or the takeover
+// failed), "" otherwise. Called without ch's lock.
+func (h *Host) mayChangeChannel(ch *channel) string {
+	g := ch.group
+	if g == nil {
+		return ""
+	}
+	g.mu.Lock()
+	mirror := g.mirror && !g.session.removed
+	g.mu.Unlock()
 	if !mirror {
 		return ""
 	}
