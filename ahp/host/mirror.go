@@ -109,27 +109,45 @@ func (h *Host) takeOver(g *sessionGroup) string {
 	return ""
 }
 
-// interruptedTurns reads the checkpoints g's chats were left with by a
-// holder that died mid-turn, each ended as a restart ends it (restore.go).
+// interruptedTurns reads the turns g's chats were running when their
+// holder died, as a restart finds them (restore.go readChat): the last
+// checkpoint, else the turn's start the chat's row kept; each is ended as
+// a restart ends it.
 func (h *Host) interruptedTurns(g *sessionGroup) map[string]*wire.Turn {
 	g.mu.Lock()
 	chats := slices.Clone(g.chats)
+	uri := g.session.uri
 	g.mu.Unlock()
 	ctx, cancel := storeCtx()
 	defer cancel()
+	starts := map[string]*wire.ActiveTurn{} // the running turns the chats' rows kept
+	if rec, err := h.ds.st.GetSession(ctx, uri); err == nil {
+		for _, row := range rec.Chats {
+			var sc storedChat
+			if json.Unmarshal(row.Summary, &sc) == nil && sc.State != nil && sc.State.ActiveTurn != nil {
+				starts[row.URI] = sc.State.ActiveTurn
+			}
+		}
+	}
+	clock := reducer.Clock(h.opts.Clock)
 	out := map[string]*wire.Turn{}
 	for _, ch := range chats {
-		cp, err := h.ds.st.Checkpoint(ctx, ch.uri)
-		if err != nil {
+		at, savedAt := starts[ch.uri], int64(0)
+		if at != nil {
+			savedAt, _ = reducer.ParseTime(at.StartedAt)
+		}
+		if cp, err := h.ds.st.Checkpoint(ctx, ch.uri); err == nil {
+			var last wire.ActiveTurn
+			if json.Unmarshal(cp.Data, &last) == nil && last.ID == cp.TurnID {
+				placeTexts(&last, cp.Texts)
+				at, savedAt = &last, cp.Updated.UnixMilli()
+			}
+		}
+		if at == nil {
 			continue
 		}
-		var at wire.ActiveTurn
-		if json.Unmarshal(cp.Data, &at) != nil || at.ID != cp.TurnID {
-			continue
-		}
-		placeTexts(&at, cp.Texts)
 		scratch := &wire.ChatState{}
-		if endInterruptedSafely(scratch, &at, cp.Updated.UnixMilli(), reducer.Clock(h.opts.Clock)) && len(scratch.Turns) == 1 {
+		if endInterruptedSafely(scratch, at, savedAt, clock) && len(scratch.Turns) == 1 {
 			out[ch.uri] = &scratch.Turns[0]
 		}
 	}
