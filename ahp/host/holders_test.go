@@ -121,8 +121,15 @@ func TestHostWatchesASessionAnotherHostHolds(t *testing.T) {
 	assert.Equal(t, "t2", turns[1].ID)
 	assert.Equal(t, a.readChat(t, s.chat).Turns[1].ResponseParts, turns[1].ResponseParts, "the same turn as A's")
 
+	// A's new title too.
+	ca.subscribe(s.uri)
+	ca.accepted(s.uri, &wire.SessionTitleChangedAction{Title: "renamed in A"})
+	retitled := cb.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionTitleChanged))
+	assert.Equal(t, "renamed in A", retitled.Action.Value.(*wire.SessionTitleChangedAction).Title)
+
 	reason := cb.rejected(s.chat, &wire.ChatTurnStartedAction{TurnID: "t3", Message: userMsg("mine?")})
 	assert.Contains(t, reason, "held by another ahp-bridge")
+	assert.Contains(t, cb.rejected(s.uri, &wire.SessionTitleChangedAction{Title: "renamed in B"}), "held by another ahp-bridge")
 	_, cerr := cb.call("createChat", map[string]any{"channel": s.uri, "chat": s.uri + "/x"})
 	require.NotNil(t, cerr)
 	assert.Contains(t, cerr.Message, "held by another ahp-bridge")

@@ -20,7 +20,8 @@ import (
 // counter moves (others.go polls it each second) every mirror reads its
 // chats' newest stored turns and applies the ones it lacks as the actions
 // that make a turn (chat/turnStarted, chat/responsePart…, chat/usage, and
-// chat/turnComplete, chat/turnCancelled or chat/error), sequenced with
+// chat/turnComplete, chat/turnCancelled or chat/error; and a new title as
+// session/titleChanged), sequenced with
 // this bridge's own serverSeq: every subscriber's reducer, in every
 // dialect, sees an ordinary turn start and end, and a client that
 // reconnects replays them like any other action.
@@ -234,6 +235,25 @@ func (h *Host) refreshMirror(g *sessionGroup) {
 		}
 		ch.chat.unstored = len(ch.chat.st.Turns) // all in the store: they came from it
 		g.mu.Unlock()
+	}
+}
+
+// retitleMirror applies to a mirror the title its holder gave the session
+// (read from the catalogue's row, others.go), as session/titleChanged.
+func (h *Host) retitleMirror(uri, title string) {
+	h.ds.mu.Lock()
+	g := h.ds.mirrors[uri]
+	h.ds.mu.Unlock()
+	if g == nil || title == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.mirror || g.session.removed || g.session.session.Title == title {
+		return
+	}
+	if _, err := h.dispatchLocked(g.session, wire.Action(&wire.SessionTitleChangedAction{Title: title})); err != nil {
+		h.log.Warn().Err(err).Str("session", uri).Msg("the title another bridge gave a session could not be shown here")
 	}
 }
 

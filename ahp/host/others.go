@@ -138,10 +138,13 @@ func (h *Host) indexOther(uri string, sum *storedSession) {
 // in the store, unless it is one this host drives (it announced that
 // itself) or nothing a client sees changed.
 func (h *Host) announceOther(w *othersWatch, s store.Session) {
+	var ss storedSession
 	if h.lookup(s.URI) != nil || h.holding().Holds(s.URI) {
+		if json.Unmarshal(s.Summary, &ss) == nil {
+			h.retitleMirror(s.URI, ss.Summary.Title) // mirror.go; it announces itself
+		}
 		return
 	}
-	var ss storedSession
 	if json.Unmarshal(s.Summary, &ss) != nil {
 		return
 	}
