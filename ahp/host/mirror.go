@@ -238,13 +238,18 @@ func (h *Host) refreshMirror(g *sessionGroup) {
 	}
 }
 
+// mirrorOf returns the mirror of the session uri, nil when there is none.
+func (h *Host) mirrorOf(uri string) *sessionGroup {
+	h.ds.mu.Lock()
+	defer h.ds.mu.Unlock()
+	return h.ds.mirrors[uri]
+}
+
 // retitleMirror applies to a mirror the title its holder gave the session
 // (read from the catalogue's row, others.go), as session/titleChanged.
-func (h *Host) retitleMirror(uri, title string) {
-	h.ds.mu.Lock()
-	g := h.ds.mirrors[uri]
-	h.ds.mu.Unlock()
-	if g == nil || title == "" {
+func (h *Host) retitleMirror(g *sessionGroup, title string) {
+	uri := g.session.uri
+	if title == "" {
 		return
 	}
 	g.mu.Lock()

@@ -140,8 +140,8 @@ func (h *Host) indexOther(uri string, sum *storedSession) {
 func (h *Host) announceOther(w *othersWatch, s store.Session) {
 	var ss storedSession
 	if h.lookup(s.URI) != nil || h.holding().Holds(s.URI) {
-		if json.Unmarshal(s.Summary, &ss) == nil {
-			h.retitleMirror(s.URI, ss.Summary.Title) // mirror.go; it announces itself
+		if g := h.mirrorOf(s.URI); g != nil && json.Unmarshal(s.Summary, &ss) == nil {
+			h.retitleMirror(g, ss.Summary.Title) // mirror.go; it announces itself
 		}
 		return
 	}
