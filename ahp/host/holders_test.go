@@ -17,9 +17,10 @@ import (
 
 // Two hosts on one state file (two bridges; here in one process, so the
 // holds are told apart by store, not pid): each sees the other's new
-// session, a turn or a subscription on a session the other holds is refused
-// naming it, a disposed session is released, and a session whose holder
-// closed is taken over by the next turn.
+// session, a turn on a session the other holds is refused naming it (a
+// subscription there is served read-only), a disposed session is
+// released, and a session whose holder closed is taken over by the next
+// turn.
 func TestTwoHostsShareAStateFile(t *testing.T) {
 	path := stateFile(t)
 	a, stA := storedHarness(t, path, Options{})

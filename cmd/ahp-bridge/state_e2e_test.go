@@ -51,8 +51,9 @@ func dialBridge(t *testing.T, url string) *client.Client {
 }
 
 // TestStateTwoBridgesShareAFile: a second bridge on the same state file
-// starts; a turn there on the first one's session is refused, naming the
-// first, until the first is killed; then the second takes it over.
+// starts and shows the first one's session read-only (its history, then
+// the first's next turn); a turn there is refused, naming the first, until
+// the first is killed; then the second takes it over.
 func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	urlA, bridgeA, _ := serveState(t, state)
