@@ -59,6 +59,10 @@ func (h *Host) dispatchAction(c *conn, params []byte) {
 	if ch = h.retarget(ch, channel, a); ch == nil {
 		return
 	}
+	if reason := h.mayChangeChannel(ch); reason != "" { // mirror.go: a session another bridge drives
+		h.reject(c, p.Channel, p.Action, origin, reason)
+		return
+	}
 	if a.Value == nil {
 		h.reject(c, p.Channel, p.Action, origin, "the action is missing")
 		return

@@ -83,7 +83,7 @@ func (h *Host) applyLocked(ch *channel, a wire.StateAction, origin *wire.ActionO
 		return 0, fmt.Errorf("host: applying %s to %s: %w", a.Type(), ch.uri, err)
 	}
 	var write, catalogue bool
-	if h.ds != nil {
+	if h.ds != nil && (ch.group == nil || !ch.group.mirror) { // a mirror's holder writes it (mirror.go)
 		write, catalogue = h.persistLocked(ch, a, len(actionJSON))
 	}
 	// Durable before it is broadcast: held until its write is done
@@ -176,7 +176,7 @@ func (h *Host) settleLocked(ch *channel) {
 	if st.ActiveTurn != nil || len(st.QueuedMessages) == 0 {
 		return
 	}
-	if sess := ch.group.session; sess == nil || sess.session.Lifecycle != wire.SessionLifecycleReady || ch.group.detached {
+	if sess := ch.group.session; sess == nil || sess.session.Lifecycle != wire.SessionLifecycleReady || ch.group.detached || ch.group.mirror {
 		return
 	}
 	q := st.QueuedMessages[0]

@@ -124,6 +124,11 @@ type sessionGroup struct {
 	stored        bool
 	storedSummary []byte
 	detached      bool
+	// mirror marks a stored session another live bridge holds, loaded
+	// read-only for clients that watch it (mirror.go): nothing of it is
+	// written, the handler does not know it, and it takes no action until
+	// this bridge takes it over.
+	mirror bool
 	// An archived session's agent (archive.go): releasing while
 	// disposeSession has the handler let go of it, released once it has,
 	// and attach, from the first handler call after that, the re-attach

@@ -12,8 +12,9 @@ import (
 // one holding it (store.Holding): this bridge claims a session when it
 // creates it and when it brings a stored one into memory to serve a
 // client, and its store releases them all when it closes. A session
-// another live bridge holds is not loaded here; an action a client sends
-// to it is rejected with a reason naming that bridge. A session whose
+// another live bridge holds is loaded here read-only (mirror.go); an
+// action a client sends to it is rejected with a reason naming that
+// bridge. A session whose
 // holder is gone (exited, killed) is taken over by the first bridge that
 // wants it.
 
@@ -72,13 +73,18 @@ func (h *Host) heldElsewhere(channel string) string {
 	if err != nil || !held || hs.Holds(session) {
 		return ""
 	}
-	return (&store.HeldError{Session: session, Holder: holder}).Error() +
-		"; continue it in that bridge's window, or close that bridge to take it over here"
+	return heldReason(&store.HeldError{Session: session, Holder: holder})
+}
+
+// heldReason is why a session another live bridge holds takes no action
+// here, for the client that sent one.
+func heldReason(he *store.HeldError) string {
+	return he.Error() + "; continue it in that bridge's window, or close that bridge to take it over here"
 }
 
 // notFoundOrHeld is the error for a channel that is not here: not found,
-// or, for a session another bridge holds, a message naming that bridge.
-// Serving such a session's history read-only here is not done yet.
+// or, for a session another bridge holds that could not be loaded
+// read-only (mirror.go), a message naming that bridge.
 func (h *Host) notFoundOrHeld(uri string) *Error {
 	err := notFoundError(uri)
 	if reason := h.heldElsewhere(uri); reason != "" {

@@ -53,22 +53,23 @@ func (h *Host) watchOthers() {
 				return
 			case <-t.C:
 			}
-			h.pollOthers(hs, w)
+			h.pollMirrors(h.pollOthers(hs, w)) // mirror.go
 		}
 	}()
 }
 
-// pollOthers announces what other bridges changed since the last poll.
-func (h *Host) pollOthers(hs store.Holding, w *othersWatch) {
+// pollOthers announces what other bridges changed since the last poll,
+// and reports whether anything did (the change counter moved).
+func (h *Host) pollOthers(hs store.Holding, w *othersWatch) bool {
 	ctx, cancel := context.WithTimeout(h.ctx, storeWriteTimeout)
 	defer cancel()
 	n, err := hs.ChangeCount(ctx)
 	if err != nil || n == w.count {
-		return
+		return false
 	}
 	removed, err := hs.RemovedSince(ctx, w.count)
 	if err != nil {
-		return // read again at the next poll
+		return true // read again at the next poll
 	}
 	w.count = n
 	for _, uri := range removed {
@@ -81,7 +82,7 @@ scan:
 	for {
 		page, err := h.ds.st.ListSessions(ctx, q)
 		if err != nil {
-			return // read again at the next poll: the counter is still ahead
+			return true // read again at the next poll: the counter is still ahead
 		}
 		for _, s := range page.Sessions {
 			if s.Modified.Before(w.mark) {
@@ -99,6 +100,7 @@ scan:
 	for i := len(changed) - 1; i >= 0; i-- { // oldest first
 		h.announceOther(w, changed[i])
 	}
+	return true
 }
 
 // announceRemoved tells the root's subscribers that another bridge (or
@@ -106,6 +108,9 @@ scan:
 // in memory.
 func (h *Host) announceRemoved(w *othersWatch, uri string) {
 	delete(w.summary, uri)
+	if h.dropMirror(uri) { // mirror.go: announced there
+		return
+	}
 	if h.lookup(uri) != nil {
 		return
 	}
@@ -133,10 +138,13 @@ func (h *Host) indexOther(uri string, sum *storedSession) {
 // in the store, unless it is one this host drives (it announced that
 // itself) or nothing a client sees changed.
 func (h *Host) announceOther(w *othersWatch, s store.Session) {
+	var ss storedSession
 	if h.lookup(s.URI) != nil || h.holding().Holds(s.URI) {
+		if g := h.mirrorOf(s.URI); g != nil && json.Unmarshal(s.Summary, &ss) == nil {
+			h.retitleMirror(g, ss.Summary.Title) // mirror.go; it announces itself
+		}
 		return
 	}
-	var ss storedSession
 	if json.Unmarshal(s.Summary, &ss) != nil {
 		return
 	}

@@ -95,6 +95,9 @@ type durable struct {
 	// loading holds the sessions being brought back from the store, so
 	// that concurrent requests wait for one load (restore.go).
 	loading map[string]chan struct{}
+	// mirrors are the sessions held by other bridges loaded read-only
+	// (mirror.go), refreshed and unloaded by the poller (others.go).
+	mirrors map[string]*sessionGroup
 	// warning is what the root's _meta should show, nil while writes
 	// succeed (rootMetaLocked).
 	warning atomic.Pointer[stateWarning]
@@ -106,7 +109,7 @@ type durable struct {
 // reserve and the checkpointer. It reads the stored serverSeq high-water
 // mark, which is why it can fail.
 func (h *Host) openDurable(st store.Store) error {
-	d := &durable{loading: map[string]chan struct{}{}}
+	d := &durable{loading: map[string]chan struct{}{}, mirrors: map[string]*sessionGroup{}}
 	d.st = &observedStore{Store: st, h: h}
 	// Set before the reserve's first write starts, which notes its outcome.
 	h.ds = d
@@ -444,7 +447,7 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) (write, 
 // change is not stored yet. Called with the group's mutex held, from
 // refreshSummaryLocked.
 func (h *Host) summaryWriteDueLocked(g *sessionGroup, changes map[string]json.RawMessage) bool {
-	if h.ds == nil {
+	if h.ds == nil || g.mirror { // a mirror's rows are its holder's to write
 		return false
 	}
 	material := false

@@ -259,11 +259,10 @@ func (h *Host) loadSession(uri string) {
 	if h.lookup(uri) != nil {
 		return // loaded (or created) while this one waited its turn
 	}
-	if err := h.claimSession(uri); err != nil { // holders.go
-		h.log.Debug().Err(err).Str("session", uri).Msg("not restoring a session another bridge drives")
-		return
-	}
-	g, rs, err := h.readSession(uri)
+	// A session another live bridge drives is loaded read-only, as a
+	// mirror of what that bridge writes (mirror.go).
+	mirror := h.claimSession(uri) != nil // holders.go
+	g, rs, err := h.readSession(uri, mirror)
 	if errors.Is(err, store.ErrNotFound) {
 		return
 	}
@@ -283,9 +282,12 @@ func (h *Host) loadSession(uri string) {
 			Msg("a stored session was not restored: the session limit is reached")
 		return
 	}
-	if r, ok := h.handler.(SessionRestorer); ok {
+	switch r, ok := h.handler.(SessionRestorer); {
+	case mirror:
+		g.mirror = true
+	case ok:
 		r.RestoreSession(h.ctx, rs)
-	} else {
+	default:
 		g.detached = true
 	}
 	h.mu.Lock()
@@ -303,14 +305,22 @@ func (h *Host) loadSession(uri string) {
 	for _, c := range g.chats {
 		h.indexChat(c.uri, uri)
 	}
+	if mirror {
+		h.ds.mu.Lock()
+		h.ds.mirrors[uri] = g
+		h.ds.mu.Unlock()
+		h.log.Debug().Str("session", uri).Msg("watching a session another bridge drives, read-only")
+	}
 	h.updateActiveSessions()
 	h.log.Debug().Str("session", uri).Int("chats", len(g.chats)).Msg("restored a session from the state store")
 }
 
 // readSession reads a stored session and builds it as it comes back: its
 // chats with their latest turns, interrupted turns ended and committed.
-// Nothing of it is reachable yet.
-func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
+// Nothing of it is reachable yet. A mirror (a session another live bridge
+// drives) has its completed turns only: its running turn is its holder's,
+// and nothing is written.
+func (h *Host) readSession(uri string, mirror bool) (*sessionGroup, RestoredSession, error) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	rec, err := h.ds.st.GetSession(ctx, uri)
@@ -364,7 +374,7 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 		if !ok {
 			continue
 		}
-		ch, interrupted, err := h.readChat(ctx, g, row, now)
+		ch, interrupted, err := h.readChat(ctx, g, row, now, mirror)
 		if err != nil {
 			return nil, RestoredSession{}, err
 		}
@@ -388,7 +398,7 @@ func (h *Host) readSession(uri string) (*sessionGroup, RestoredSession, error) {
 	g.storedSummary = nil
 	g.lastSummaryNote = now
 
-	if len(recovered) > 0 {
+	if len(recovered) > 0 && !mirror {
 		// The interrupted turns, now ended, replace their checkpoints;
 		// the group is nobody else's yet, so this only waits for the write.
 		g.mu.Lock()
@@ -427,8 +437,9 @@ func restoredSessionOf(g *sessionGroup) RestoredSession {
 // readChat builds one chat of a restored session: its stored state, its
 // latest turns, and the turn that was running when the process died ended
 // as cancelled (interrupted is then set, and the turn is still to be
-// committed).
-func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatRecord, now int64) (ch *channel, interrupted bool, err error) {
+// committed). For a mirror the running turn is left out: it is still
+// running in the bridge that holds the session.
+func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatRecord, now int64, mirror bool) (ch *channel, interrupted bool, err error) {
 	var sc storedChat
 	if err := json.Unmarshal(row.Summary, &sc); err != nil || sc.State == nil {
 		return nil, false, fmt.Errorf("chat %s in the state store cannot be read (%v)", row.URI, err)
@@ -457,7 +468,12 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 	stub := st.ActiveTurn
 	st.ActiveTurn = nil
 	clock := reducer.Clock(h.opts.Clock)
-	cp, cerr := h.ds.st.Checkpoint(ctx, row.URI)
+	cp, cerr := store.Checkpoint{}, error(store.ErrNotFound)
+	if mirror {
+		stub = nil
+	} else {
+		cp, cerr = h.ds.st.Checkpoint(ctx, row.URI)
+	}
 	switch {
 	case cerr == nil && !known(cp.TurnID):
 		var at wire.ActiveTurn

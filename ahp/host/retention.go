@@ -92,7 +92,7 @@ func expired(s wire.SessionSummary, archivedAt int64, cut time.Time) bool {
 // unwatched.
 func (h *Host) expireLive(g *sessionGroup, cut time.Time) bool {
 	g.mu.Lock()
-	if g.session.removed || g.releasing || g.pipe.held() || !expired(liveSummary(g), g.archivedAt, cut) {
+	if g.session.removed || g.releasing || g.mirror || g.pipe.held() || !expired(liveSummary(g), g.archivedAt, cut) {
 		g.mu.Unlock()
 		return false
 	}

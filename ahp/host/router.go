@@ -110,6 +110,14 @@ var unsupported = map[string]string{
 // notificationMethods are the client notifications this host implements.
 var notificationMethods = map[string]bool{"dispatchAction": true, "unsubscribe": true}
 
+// changesSession are the requests on a session that need it driven here:
+// on one another live bridge drives (mirror.go) they are refused naming
+// that bridge, or, when it is gone, this bridge takes the session over.
+var changesSession = map[string]bool{
+	"disposeSession": true, "createChat": true, "disposeChat": true, "completions": true,
+	"resolveSessionConfig": true, "sessionConfigCompletions": true,
+}
+
 func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 	switch m.method {
 	case "ping":
@@ -151,6 +159,12 @@ func (h *Host) handleRequest(ctx context.Context, c *conn, m *inMessage) {
 	// become the host's (external.go).
 	if uri, perr := channelParam(m.params); perr == nil {
 		h.restore(uri)
+		if changesSession[m.method] {
+			if reason := h.mayChange(uri); reason != "" { // mirror.go: a session another bridge drives
+				h.queue(c, encodeError(m.id, Errorf(CodeInvalidRequest, "%s", reason)))
+				return
+			}
+		}
 	}
 	if cd := c.codec; cd != nil {
 		method, params, cerr := cd.Request(m.method, m.params)

@@ -762,13 +762,15 @@ func TestStoreWholeCheckpointStillRestores(t *testing.T) {
 // longText) or short (inline) comes back after a restart exactly as it was
 // streamed, checkpoints or not.
 func TestStoreLongCompletedTurnSurvivesARestart(t *testing.T) {
-	unit := "line é日本語🙂 \"q\" <b>&\u2028\n" + strings.Repeat("x", 200)
-	// About 2.7 MB of answer: three store chunks; under the race detector,
-	// where each action costs ten times as much, 1.15 MB: still two.
-	long := 12000
+	// About 2.7 MB of answer: three store chunks. Under the race detector,
+	// where each action costs ten times as much, 1.15 MB in a quarter of
+	// the deltas, four times as long: still two chunks, checkpointed
+	// three times.
+	fill, long, short, every := 200, 12000, 1500, 2000
 	if testenv.Race {
-		long = 5000
+		fill, long, short, every = 800, 1250, 400, 500
 	}
+	unit := "line é日本語🙂 \"q\" <b>&\u2028\n" + strings.Repeat("x", fill)
 	cases := []struct {
 		name        string
 		deltas      int
@@ -776,7 +778,7 @@ func TestStoreLongCompletedTurnSurvivesARestart(t *testing.T) {
 	}{
 		{name: "short", deltas: 3},
 		{name: "long, checkpointed", deltas: long, checkpoints: true},
-		{name: "long, never checkpointed", deltas: 1500},
+		{name: "long, never checkpointed", deltas: short},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -795,7 +797,7 @@ func TestStoreLongCompletedTurnSurvivesARestart(t *testing.T) {
 			for i := range tc.deltas {
 				hs.dispatch(t, s.chat, &wire.ChatDeltaAction{TurnID: "t1", PartID: "m", Content: unit},
 					&wire.ChatReasoningAction{TurnID: "t1", PartID: "r", Content: "r" + strconv.Itoa(i)})
-				if tc.checkpoints && i%2000 == 0 {
+				if tc.checkpoints && i%every == 0 {
 					require.NoError(t, hs.h.ds.cp.Flush(ctx))
 				}
 			}

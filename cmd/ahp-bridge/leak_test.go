@@ -17,6 +17,9 @@ import (
 // files of their own.
 func TestMain(m *testing.M) {
 	testenv.SkipRaceExitSleep()
+	// The parallel tests here wait on bridge processes and the demo's
+	// timers, not on this process's CPU: all of them at once.
+	testenv.WaitingParallel(4)
 
 	dir, err := os.MkdirTemp("", "ahp-bridge-test-state-")
 	if err != nil {

@@ -51,8 +51,9 @@ func dialBridge(t *testing.T, url string) *client.Client {
 }
 
 // TestStateTwoBridgesShareAFile: a second bridge on the same state file
-// starts; a turn there on the first one's session is refused, naming the
-// first, until the first is killed; then the second takes it over.
+// starts and shows the first one's session read-only (its history, then
+// the first's next turn); a turn there is refused, naming the first, until
+// the first is killed; then the second takes it over.
 func TestStateTwoBridgesShareAFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	urlA, bridgeA, _ := serveState(t, state)
@@ -76,20 +77,26 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	reason := rejectedTurn(t, b, defaultChat(t, a, session))
 	assert.Contains(t, reason, "pid "+strconv.Itoa(bridgeA.Process.Pid))
 	assert.Contains(t, reason, url)
-	// So is a subscription there, for now (no read-only view yet).
-	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(bridgeA.Process.Pid))
-
-	// A is killed (kill -9: no chance to release anything). B's next
-	// turn there runs: B sees A's pid is gone and takes the session over.
-	require.NoError(t, bridgeA.Process.Kill())
-	_ = bridgeA.Wait()
+	// B serves it read-only: its history, then A's next turn once A
+	// completed it; a turn there is still refused, naming A.
 	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
 	require.NoError(t, err)
 	chat := defaultChat(t, b, session)
-	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), chat)
+	history, err := b.WaitForChat(bridgetest.Context(t, 10*time.Second), chat, func(*wire.ChatState) bool { return true })
 	require.NoError(t, err)
+	require.Len(t, history.Turns, 1, "B shows A's history")
+	assert.Equal(t, turn, history.Turns[0].ID)
+	next := bridgetest.StartTurn(t, a, session, "echo seen from the other bridge")
+	bridgetest.WaitTurnEnd(t, a, session, next, 30*time.Second)
+	seen := bridgetest.WaitTurnEnd(t, b, chat, next, 10*time.Second)
+	assert.Equal(t, wire.TurnStateComplete, seen.State, "B's subscriber sees A's turn complete")
+	assert.Contains(t, rejectedTurn(t, b, chat), "pid "+strconv.Itoa(bridgeA.Process.Pid))
+
+	// A is killed (kill -9: no chance to release anything). B's next
+	// turn there runs: B sees A's pid is gone and takes the session over,
+	// under the subscription B's client already has.
+	require.NoError(t, bridgeA.Process.Kill())
+	_ = bridgeA.Wait()
 	turn = bridgetest.StartTurn(t, b, chat, "echo taken over")
 	bridgetest.WaitTurnEnd(t, b, chat, turn, 30*time.Second)
 
@@ -102,6 +109,49 @@ func TestStateTwoBridgesShareAFile(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, "deleted "+session+"\n", out)
 	waitNotification(t, c, "root/sessionRemoved", session)
+}
+
+// TestStateWatcherTakesOverAKilledBridgesTurn: bridge B shows A's session
+// read-only while A streams a turn; A is killed mid-turn; B's next turn
+// takes the session over, and B's client, under the subscription it had,
+// sees A's interrupted turn end as a restart ends it, then its own turn.
+func TestStateWatcherTakesOverAKilledBridgesTurn(t *testing.T) {
+	t.Parallel() // mostly waits on subprocesses: overlaps the CPU-bound tests
+	state := filepath.Join(t.TempDir(), "state.db")
+	urlA, bridgeA, _ := serveState(t, state)
+	urlB, _, _ := serveState(t, state)
+	a, b := dialBridge(t, urlA), dialBridge(t, urlB)
+	session := bridgetest.CreateSession(t, a, "demo", demoDir(t))
+	chat, err := a.DefaultChat(session)
+	require.NoError(t, err)
+	waitNotification(t, b, "root/sessionAdded", session)
+	_, err = b.Subscribe(bridgetest.Context(t, 10*time.Second), session)
+	require.NoError(t, err)
+
+	// 1 KiB chunks, 100 a second; killed once a client of A saw 100 KiB.
+	streaming := bridgetest.StartTurn(t, a, session, "bench 100000 1024 100")
+	_, err = a.WaitForChat(bridgetest.Context(t, 60*time.Second), chat, func(s *wire.ChatState) bool {
+		return s.ActiveTurn != nil && len(activeText(s.ActiveTurn)) >= 100<<10
+	})
+	require.NoError(t, err)
+	watched, err := b.Chat(chat)
+	require.NoError(t, err)
+	assert.Nil(t, watched.ActiveTurn, "B shows completed turns only")
+	require.NoError(t, bridgeA.Process.Signal(syscall.SIGKILL))
+	_ = bridgeA.Wait()
+
+	mine := bridgetest.StartTurn(t, b, chat, "echo taken over mid-turn")
+	cut := bridgetest.WaitTurnEnd(t, b, chat, streaming, 10*time.Second)
+	assert.Equal(t, wire.TurnStateCancelled, cut.State)
+	assert.NotEmpty(t, turnText(cut.ResponseParts), "what A's checkpoint kept")
+	last := cut.ResponseParts[len(cut.ResponseParts)-1].Value
+	require.IsType(t, &wire.SystemNotificationResponsePart{}, last)
+	assert.Contains(t, last.(*wire.SystemNotificationResponsePart).Content.Text, "restarted")
+	bridgetest.WaitTurnEnd(t, b, chat, mine, 30*time.Second)
+	after, err := b.Chat(chat)
+	require.NoError(t, err)
+	require.Len(t, after.Turns, 2)
+	assert.Equal(t, []string{streaming, mine}, []string{after.Turns[0].ID, after.Turns[1].ID})
 }
 
 // TestStateCorruptFileIsMovedAside: a state file that is not a database
