@@ -173,7 +173,7 @@ type chatData struct {
 	olderInStore   bool
 	// turnBytes is the encoded size of the active turn's actions so far,
 	// its text deltas left out, for the checkpointer's byte trigger
-	// (checkpoint.go).
+	// (persist/turn.go).
 	turnBytes int
 	// rowStored is set once the chat's row is known to be in the store;
 	// until then its turn's checkpoints wait, and deferred is the growth

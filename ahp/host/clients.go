@@ -2,7 +2,6 @@ package host
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -77,7 +77,7 @@ func (h *Host) runClientBook(b *clientBook) {
 }
 
 // writeClients writes the pending records. Failures are noted like any
-// other write (observedStore) and not retried: the next change of the
+// other write (persist.Store) and not retried: the next change of the
 // client writes it again.
 func (h *Host) writeClients(b *clientBook) {
 	b.mu.Lock()
@@ -85,7 +85,7 @@ func (h *Host) writeClients(b *clientBook) {
 	b.pending = map[string]store.Client{}
 	b.mu.Unlock()
 	for _, rec := range recs {
-		ctx, cancel := storeCtx()
+		ctx, cancel := persist.WriteCtx()
 		if err := h.ds.st.PutClient(ctx, rec); err != nil && !errors.Is(err, store.ErrClosed) {
 			h.log.Debug().Err(err).Str("client", rec.ID).Msg("the client's record was not written; a restarted bridge may not know it")
 		}
@@ -94,7 +94,7 @@ func (h *Host) writeClients(b *clientBook) {
 }
 
 func (h *Host) pruneClients() {
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	cut := time.UnixMilli(h.opts.Clock()).Add(-clientRetention)
 	n, err := h.ds.st.PruneClients(ctx, cut)
@@ -158,7 +158,7 @@ func (h *Host) storedClient(clientID string) (v codec.Version, subs []string, ok
 	if h.ds == nil {
 		return codec.Version{}, nil, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeWriteTimeout)
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	rec, err := h.ds.st.GetClient(ctx, clientID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ahp-bridge/ahp-bridge/ahp/codec"
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/internal/jsonstr"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 )
 
@@ -35,7 +36,7 @@ func (h *Host) encodeEnvelope(e *envelopeOut) (frame, env, action []byte, err er
 	if !e.trusted && !json.Valid(e.Action) {
 		return nil, nil, nil, fmt.Errorf("encoding the action envelope for %s: the action is not valid JSON", e.Channel)
 	}
-	ch := appendJSONString(nil, e.Channel)
+	ch := jsonstr.Append(nil, e.Channel)
 	var origin, reason []byte
 	if e.Origin != nil {
 		if origin, err = json.Marshal(e.Origin); err != nil {
@@ -43,7 +44,7 @@ func (h *Host) encodeEnvelope(e *envelopeOut) (frame, env, action []byte, err er
 		}
 	}
 	if e.RejectionReason != "" {
-		reason = appendJSONString(nil, e.RejectionReason)
+		reason = jsonstr.Append(nil, e.RejectionReason)
 	}
 	h.stats.encoded.Add(1)
 	a := bytes.TrimSpace(e.Action)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -158,7 +159,7 @@ func (h *Host) inStore(uri string) bool {
 	if absent && time.Since(at) < absentFor {
 		return false
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	_, err := h.ds.st.GetSession(ctx, uri)
 	if errors.Is(err, store.ErrNotFound) {
@@ -202,7 +203,7 @@ func (h *Host) agentSessionStored(s wire.SessionSummary) bool {
 	if absent && time.Since(at) < absentFor {
 		return false
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	has, err := h.ds.st.HasAgentSession(ctx, s.Provider, id)
 	if err != nil {

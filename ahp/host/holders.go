@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -37,7 +38,7 @@ func (h *Host) claimSession(uri string) error {
 	if hs == nil || hs.Holds(uri) {
 		return nil
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	took, err := hs.Claim(ctx, uri)
 	var he *store.HeldError
@@ -67,7 +68,7 @@ func (h *Host) heldElsewhere(channel string) string {
 			return ""
 		}
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	holder, held, err := hs.HolderOf(ctx, session)
 	if err != nil || !held || hs.Holds(session) {
@@ -101,7 +102,7 @@ func (h *Host) releaseSession(uri string) {
 	if hs == nil || !hs.Holds(uri) {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	if err := hs.Release(ctx, uri); err != nil {
 		h.log.Warn().Err(err).Str("session", uri).Msg("could not release a disposed session in the state file; other bridges can take it once this one exits")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -119,12 +120,12 @@ func (h *Host) interruptedTurns(g *sessionGroup) map[string]*wire.Turn {
 	chats := slices.Clone(g.chats)
 	uri := g.session.uri
 	g.mu.Unlock()
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	starts := map[string]*wire.ActiveTurn{} // the running turns the chats' rows kept
 	if rec, err := h.ds.st.GetSession(ctx, uri); err == nil {
 		for _, row := range rec.Chats {
-			var sc storedChat
+			var sc persist.StoredChat
 			if json.Unmarshal(row.Summary, &sc) == nil && sc.State != nil && sc.State.ActiveTurn != nil {
 				starts[row.URI] = sc.State.ActiveTurn
 			}
@@ -140,7 +141,7 @@ func (h *Host) interruptedTurns(g *sessionGroup) map[string]*wire.Turn {
 		if cp, err := h.ds.st.Checkpoint(ctx, ch.uri); err == nil {
 			var last wire.ActiveTurn
 			if json.Unmarshal(cp.Data, &last) == nil && last.ID == cp.TurnID {
-				placeTexts(&last, cp.Texts)
+				persist.PlaceTexts(&last, cp.Texts)
 				at, savedAt = &last, cp.Updated.UnixMilli()
 			}
 		}
@@ -163,7 +164,7 @@ func endInterruptedSafely(st *wire.ChatState, at *wire.ActiveTurn, savedAt int64
 			ok = false
 		}
 	}()
-	endInterrupted(st, at, savedAt, clock)
+	persist.EndInterrupted(st, at, savedAt, clock)
 	return true
 }
 
@@ -217,7 +218,7 @@ func (h *Host) refreshMirror(g *sessionGroup) {
 	}
 	chats := slices.Clone(g.chats)
 	g.mu.Unlock()
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	for _, ch := range chats {
 		stored, err := h.storedTurns(ctx, ch.uri)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
@@ -33,7 +34,7 @@ func (h *Host) watchOthers() {
 	if hs == nil || h.ds == nil {
 		return
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	n, err := hs.ChangeCount(ctx)
 	cancel()
 	if err != nil {
@@ -61,7 +62,7 @@ func (h *Host) watchOthers() {
 // pollOthers announces what other bridges changed since the last poll,
 // and reports whether anything did (the change counter moved).
 func (h *Host) pollOthers(hs store.Holding, w *othersWatch) bool {
-	ctx, cancel := context.WithTimeout(h.ctx, storeWriteTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, persist.WriteTimeout)
 	defer cancel()
 	n, err := hs.ChangeCount(ctx)
 	if err != nil || n == w.count {
@@ -125,7 +126,7 @@ func (h *Host) announceRemoved(w *othersWatch, uri string) {
 // indexOther adds the chats of a session another bridge wrote to the chat
 // index (restore.go), which was built from the catalogue as it was then,
 // so that a client naming one of them here finds its session.
-func (h *Host) indexOther(uri string, sum *storedSession) {
+func (h *Host) indexOther(uri string, sum *persist.StoredSession) {
 	for _, c := range sum.Summary.Chats {
 		h.indexChat(c.Resource, uri)
 	}
@@ -138,7 +139,7 @@ func (h *Host) indexOther(uri string, sum *storedSession) {
 // in the store, unless it is one this host drives (it announced that
 // itself) or nothing a client sees changed.
 func (h *Host) announceOther(w *othersWatch, s store.Session) {
-	var ss storedSession
+	var ss persist.StoredSession
 	if h.lookup(s.URI) != nil || h.holding().Holds(s.URI) {
 		if g := h.mirrorOf(s.URI); g != nil && json.Unmarshal(s.Summary, &ss) == nil {
 			h.retitleMirror(g, ss.Summary.Title) // mirror.go; it announces itself

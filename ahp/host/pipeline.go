@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -127,7 +128,7 @@ func (h *Host) storeNowLocked(g *sessionGroup, catalogue bool) {
 
 // awaitHeldLocked returns once no action of the group is held, releasing
 // the group's mutex while it waits (each write is bounded by
-// storeWriteTimeout). A group whose writes keep coming faster than the
+// persist.WriteTimeout). A group whose writes keep coming faster than the
 // disk takes them could keep a waiter waiting; writes come a few per turn,
 // so in practice it waits for one or two. Called with the group's mutex
 // held; callers must check that what they hold was not removed meanwhile.
@@ -193,7 +194,7 @@ func (h *Host) drainLocked(g *sessionGroup, unlock bool) {
 				if unlock {
 					g.mu.Unlock()
 				}
-				res := h.writeBatch(b)
+				res := h.ds.st.WriteBatch(&b.Batch)
 				if unlock {
 					g.mu.Lock()
 				}
@@ -243,34 +244,22 @@ func (h *Host) handOverDeferredLocked(g *sessionGroup) {
 	}
 }
 
-// storeBatch is one write of a group: encoded under its mutex, written
-// after releasing it.
+// storeBatch is one write of a group (persist.Batch), with what the host
+// notes once it is written: the channels of its chats, the session's
+// Summary blob (for sessionGroup.storedSummary), and per chat's turns the
+// channel and the first turn's index in its st.Turns.
 type storeBatch struct {
-	// putCatalogue: the session's row and every chat's are rewritten first.
-	putCatalogue bool
-	session      store.Session
-	blob         []byte // session's Summary, for sessionGroup.storedSummary
-	chats        []store.Chat
-	chans        []*channel // the channels of chats
-	// turns are the completed turns not stored yet, chat by chat.
-	turns []chatTurns
+	persist.Batch
+	blob  []byte
+	chans []*channel
+	turns []turnsFrom
 }
 
-// chatTurns are a chat's completed turns from st.Turns[from] on, in order.
-// A nil commit is a turn that could not be encoded: it is skipped (it would
-// fail for ever), the next ones still go.
-type chatTurns struct {
-	ch      *channel
-	row     int // the chat's row in storeBatch.chats
-	from    int
-	commits []*store.TurnCommit
-}
-
-// batchResult is what a batch's write stored.
-type batchResult struct {
-	catalogue bool  // the rows were written (PutSession)
-	rows      []int // the chats (rows in storeBatch.chats) whose row a turn's commit carried
-	stored    []int // per chatTurns: how many of its turns, from the first
+// turnsFrom says whose turns persist.Batch.Turns[i] are: ch's from
+// st.Turns[from] on.
+type turnsFrom struct {
+	ch   *channel
+	from int
 }
 
 // encodeBatchLocked encodes what the group must write now: its rows, and
@@ -286,20 +275,21 @@ func (h *Host) encodeBatchLocked(g *sessionGroup, catalogue bool) *storeBatch {
 		h.log.Error().Err(err).Msg("a session could not be encoded for the state store")
 		return nil
 	}
-	b := &storeBatch{putCatalogue: catalogue || !g.stored, session: row, blob: blob, chats: make([]store.Chat, 0, len(g.chats))}
+	b := &storeBatch{Batch: persist.Batch{PutCatalogue: catalogue || !g.stored, Session: row, Chats: make([]store.Chat, 0, len(g.chats))}, blob: blob}
 	for i, c := range g.chats {
 		cr, err := h.chatRowLocked(g, c)
 		if err != nil {
 			h.log.Error().Err(err).Msg("a chat could not be encoded for the state store")
 			return nil
 		}
-		b.chats = append(b.chats, cr)
+		b.Chats = append(b.Chats, cr)
 		b.chans = append(b.chans, c)
 		if ct := h.encodeTurnsLocked(c, i); ct != nil {
-			b.turns = append(b.turns, *ct)
+			b.Turns = append(b.Turns, *ct)
+			b.turns = append(b.turns, turnsFrom{ch: c, from: c.chat.unstored})
 		}
 	}
-	if !b.putCatalogue && len(b.turns) == 0 {
+	if !b.PutCatalogue && len(b.Turns) == 0 {
 		return nil
 	}
 	return b
@@ -307,74 +297,23 @@ func (h *Host) encodeBatchLocked(g *sessionGroup, catalogue bool) *storeBatch {
 
 // encodeTurnsLocked encodes a chat's completed turns not stored yet; nil
 // when there are none. Called with the group's mutex held.
-func (h *Host) encodeTurnsLocked(ch *channel, row int) *chatTurns {
+func (h *Host) encodeTurnsLocked(ch *channel, row int) *persist.ChatTurns {
 	cd := ch.chat
 	if ch.removed || cd.unstored >= len(cd.st.Turns) {
 		return nil
 	}
-	ct := &chatTurns{ch: ch, row: row, from: cd.unstored}
+	ct := &persist.ChatTurns{Row: row}
 	for i := cd.unstored; i < len(cd.st.Turns); i++ {
 		t := &cd.st.Turns[i]
-		data, err := encodeTurn(t)
+		data, err := persist.EncodeTurn(t)
 		if err != nil {
 			h.log.Error().Err(err).Str("chat", ch.uri).Str("turn", t.ID).Msg("a turn could not be encoded for the state store")
-			ct.commits = append(ct.commits, nil)
+			ct.Commits = append(ct.Commits, nil)
 			continue
 		}
-		ct.commits = append(ct.commits, &store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Encode: data.writeTo, EndedAt: turnEnd(t, h.opts.Clock())}})
+		ct.Commits = append(ct.Commits, &store.TurnCommit{ChatURI: ch.uri, Turn: store.Turn{ID: t.ID, Encode: data.Encode, EndedAt: persist.TurnEnd(t, h.opts.Clock())}})
 	}
 	return ct
-}
-
-// writeBatch writes a batch, in order: the rows when due, then each chat's
-// turns, the last one of each chat with the rows it changed (one
-// transaction), unless the rows were just written. It stops at the first
-// failure (noted by observedStore): what is left is written with the
-// group's next batch. Called without any lock: this is the group's I/O.
-func (h *Host) writeBatch(b *storeBatch) batchResult {
-	res := batchResult{stored: make([]int, len(b.turns))}
-	putRows := func() bool {
-		ctx, cancel := storeCtx()
-		defer cancel()
-		res.catalogue = h.ds.st.PutSession(ctx, b.session, b.chats...) == nil
-		return res.catalogue
-	}
-	if b.putCatalogue && !putRows() {
-		return res
-	}
-	for i, ct := range b.turns {
-		for j := 0; j < len(ct.commits); j++ {
-			c := ct.commits[j]
-			if c == nil {
-				res.stored[i]++
-				continue
-			}
-			commit := *c
-			if j == len(ct.commits)-1 && !res.catalogue {
-				commit.Session, commit.Chat = &b.session, &b.chats[ct.row]
-			}
-			ctx, cancel := storeCtx()
-			err := h.ds.st.AppendTurn(ctx, commit)
-			cancel()
-			if errors.Is(err, store.ErrNotFound) && !res.catalogue {
-				// The chat's row is missing (the write that added it
-				// failed): write the rows, then this turn again.
-				if !putRows() {
-					return res
-				}
-				j--
-				continue
-			}
-			if err != nil {
-				return res
-			}
-			res.stored[i]++
-			if commit.Chat != nil {
-				res.rows = append(res.rows, ct.row)
-			}
-		}
-	}
-	return res
 }
 
 // applyBatchLocked notes what a batch stored: the session's rows are there
@@ -382,22 +321,22 @@ func (h *Host) writeBatch(b *storeBatch) batchResult {
 // write left are still unstored, so the next batch writes them. Called
 // with the group's mutex held, by the drainer that wrote the batch (the
 // only one that writes the group, so unstored did not move meanwhile).
-func (h *Host) applyBatchLocked(g *sessionGroup, b *storeBatch, res batchResult) {
-	if res.catalogue {
+func (h *Host) applyBatchLocked(g *sessionGroup, b *storeBatch, res persist.BatchResult) {
+	if res.Catalogue {
 		g.stored = true
 		for _, c := range b.chans {
 			c.chat.rowStored = true
 		}
 	}
-	for _, i := range res.rows {
+	for _, i := range res.Rows {
 		b.chans[i].chat.rowStored = true
 	}
-	if res.catalogue || len(res.rows) > 0 {
-		g.storedSummary = summaryJSON(b.blob)
+	if res.Catalogue || len(res.Rows) > 0 {
+		g.storedSummary = persist.SummaryJSON(b.blob)
 	}
 	for i, ct := range b.turns {
 		if cd := ct.ch.chat; cd.unstored == ct.from {
-			cd.unstored = ct.from + res.stored[i]
+			cd.unstored = ct.from + res.Stored[i]
 		}
 	}
 }
@@ -405,7 +344,7 @@ func (h *Host) applyBatchLocked(g *sessionGroup, b *storeBatch, res batchResult)
 // deleteStored deletes a disposed session's rows, before its removal is
 // announced. Called without any lock.
 func (h *Host) deleteStored(uri string) {
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	if err := h.ds.st.DeleteSession(ctx, uri); err != nil && !errors.Is(err, store.ErrNotFound) {
 		h.log.Warn().Err(err).Str("session", uri).Msg("the disposed session's rows could not be deleted; it may come back after a restart")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -31,13 +32,6 @@ import (
 // holds in memory; the older ones stay in the store and are paged in with
 // fetchTurns (the chat's state carries turnsNextCursor).
 const RestoredTurns = 20
-
-// restartNoticeMeta marks the system notification that ends a turn the
-// bridge's restart interrupted, for clients that localise it.
-const restartNoticeMeta = "ahp-bridge/notice"
-
-// restartNotice is the text of that notification.
-const restartNotice = "ahp-bridge restarted while this turn was running; the turn was stopped here, and what the agent produced after the last save is lost."
 
 // SessionRestorer is implemented by a Handler that can take over sessions
 // the host brings back from its store after a restart. Without it a
@@ -177,9 +171,9 @@ func (h *Host) sessionOfChat(chat string) (string, bool) {
 	d.mu.Unlock()
 	if idx == nil {
 		built := map[string]string{}
-		ctx, cancel := storeCtx()
+		ctx, cancel := persist.WriteCtx()
 		err := store.EachSession(ctx, d.st, func(s store.Session) error {
-			var ss storedSession
+			var ss persist.StoredSession
 			if json.Unmarshal(s.Summary, &ss) != nil {
 				return nil
 			}
@@ -321,27 +315,17 @@ func (h *Host) loadSession(uri string) {
 // drives) has its completed turns only: its running turn is its holder's,
 // and nothing is written.
 func (h *Host) readSession(uri string, mirror bool) (*sessionGroup, RestoredSession, error) {
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	rec, err := h.ds.st.GetSession(ctx, uri)
 	if err != nil {
 		return nil, RestoredSession{}, err
 	}
-	var ss storedSession
-	if err := json.Unmarshal(rec.Session.Summary, &ss); err != nil || ss.State == nil {
-		return nil, RestoredSession{}, fmt.Errorf("session %s in the state store cannot be read (%v)", uri, err)
-	}
-	if ss.V > storedFormat {
-		return nil, RestoredSession{}, fmt.Errorf("session %s was stored by a newer ahp-bridge (format %d)", uri, ss.V)
+	ss, err := persist.DecodeSession(rec.Session)
+	if err != nil {
+		return nil, RestoredSession{}, err
 	}
 	st := ss.State
-	if len(rec.Session.Config) > 0 {
-		var cfg wire.SessionConfigState
-		if err := json.Unmarshal(rec.Session.Config, &cfg); err != nil {
-			return nil, RestoredSession{}, fmt.Errorf("the config of session %s in the state store cannot be read: %w", uri, err)
-		}
-		st.Config = &cfg
-	}
 	// What lived only in the process: nobody is connected, nothing waits.
 	st.ActiveClients, st.InputNeeded = []wire.SessionActiveClient{}, nil
 	st.Status = reducer.WithInputNeeded(st.Status, false)
@@ -440,22 +424,16 @@ func restoredSessionOf(g *sessionGroup) RestoredSession {
 // committed). For a mirror the running turn is left out: it is still
 // running in the bridge that holds the session.
 func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatRecord, now int64, mirror bool) (ch *channel, interrupted bool, err error) {
-	var sc storedChat
-	if err := json.Unmarshal(row.Summary, &sc); err != nil || sc.State == nil {
-		return nil, false, fmt.Errorf("chat %s in the state store cannot be read (%v)", row.URI, err)
+	st, err := persist.DecodeChat(row)
+	if err != nil {
+		return nil, false, err
 	}
-	st := sc.State
 	page, err := h.ds.st.Turns(ctx, row.URI, store.TurnQuery{Limit: RestoredTurns})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("reading the turns of chat %s: %w", row.URI, err)
 	}
-	st.Turns = make([]wire.Turn, 0, len(page.Turns))
-	for _, t := range page.Turns {
-		var turn wire.Turn
-		if err := json.Unmarshal(t.Data, &turn); err != nil {
-			return nil, false, fmt.Errorf("turn %s of chat %s in the state store cannot be read: %w", t.ID, row.URI, err)
-		}
-		st.Turns = append(st.Turns, turn)
+	if st.Turns, err = persist.DecodeTurns("chat "+row.URI, page.Turns); err != nil {
+		return nil, false, err
 	}
 	stored := len(st.Turns)
 	older := page.NextCursor != ""
@@ -478,10 +456,10 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 	case cerr == nil && !known(cp.TurnID):
 		var at wire.ActiveTurn
 		if err := json.Unmarshal(cp.Data, &at); err == nil && at.ID == cp.TurnID {
-			if n := placeTexts(&at, cp.Texts); n > 0 {
+			if n := persist.PlaceTexts(&at, cp.Texts); n > 0 {
 				h.log.Warn().Str("chat", row.URI).Str("turn", cp.TurnID).Int("texts", n).Msg("texts of an interrupted turn's checkpoint name no text part of it; they are left out")
 			}
-			endInterrupted(st, &at, cp.Updated.UnixMilli(), clock)
+			persist.EndInterrupted(st, &at, cp.Updated.UnixMilli(), clock)
 			interrupted = true
 		} else {
 			h.log.Warn().Str("chat", row.URI).Str("turn", cp.TurnID).Msg("the checkpoint of an interrupted turn cannot be read; the turn is lost")
@@ -494,7 +472,7 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 		if !ok {
 			started = now
 		}
-		endInterrupted(st, stub, started, clock)
+		persist.EndInterrupted(st, stub, started, clock)
 		interrupted = true
 	}
 	if a := st.Status.Activity(); a == wire.SessionStatusInProgress || a == wire.SessionStatusInputNeeded {
@@ -511,26 +489,6 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 	ch.chat.mirrored = chatSummaryOf(st)
 	ch.chat.mirroredAt = now
 	return ch, interrupted, nil
-}
-
-// endInterrupted ends a turn the process's end interrupted, as the reducer
-// ends a cancelled one (its tool calls cancelled, its status settled),
-// after a system notification that says what happened. at is when the
-// turn was last saved, which is when it ended as far as anyone can tell.
-func endInterrupted(st *wire.ChatState, at *wire.ActiveTurn, savedAt int64, clock reducer.Clock) {
-	st.ActiveTurn = at
-	notice := &wire.SystemNotificationResponsePart{
-		Kind:    wire.ResponsePartKindSystemNotification,
-		Content: wire.PlainText(restartNotice),
-		Meta:    map[string]any{restartNoticeMeta: "bridgeRestarted"},
-	}
-	reducer.Chat(st, wire.Action(&wire.ChatResponsePartAction{TurnID: at.ID, Part: wire.NewResponsePart(notice)}), clock)
-	dur := int64(0)
-	if start, ok := reducer.ParseTime(at.StartedAt); ok {
-		dur = max(0, savedAt-start)
-	}
-	reducer.Chat(st, wire.Action(&wire.ChatTurnCancelledAction{TurnID: at.ID, Duration: dur}), clock)
-	st.ActiveTurn = nil // in case the reducer did not recognise it
 }
 
 // --- listSessions over the store ---
@@ -638,7 +596,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 		}
 		live = live[i:]
 	}
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	want := store.MaxPageSize
 	if limit > 0 {
@@ -655,7 +613,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 			}
 			// The walk's position says which rows were served already; a
 			// live session's row is skipped (its live summary is served).
-			var ss storedSession
+			var ss persist.StoredSession
 			if isLive[row.URI] || json.Unmarshal(row.Summary, &ss) != nil || ss.Summary.Resource == "" {
 				rows.pop()
 				continue
@@ -732,7 +690,7 @@ func (h *Host) turnsBefore(ch *channel, before string, limit int) (turns []wire.
 	}
 	ch.mu.Unlock()
 
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	defer cancel()
 	page, serr := h.ds.st.Turns(ctx, ch.uri, store.TurnQuery{BeforeTurnID: storeBefore, Limit: limit - len(turns)})
 	if errors.Is(serr, store.ErrNotFound) {
@@ -744,13 +702,9 @@ func (h *Host) turnsBefore(ch *channel, before string, limit int) (turns []wire.
 	if serr != nil {
 		return nil, false, true, fmt.Errorf("reading older turns of %s from the state store: %w", ch.uri, serr)
 	}
-	older := make([]wire.Turn, 0, len(page.Turns)+len(turns))
-	for _, t := range page.Turns {
-		var turn wire.Turn
-		if err := json.Unmarshal(t.Data, &turn); err != nil {
-			return nil, false, true, fmt.Errorf("turn %s of %s in the state store cannot be read: %w", t.ID, ch.uri, err)
-		}
-		older = append(older, turn)
+	older, err := persist.DecodeTurns(ch.uri, page.Turns)
+	if err != nil {
+		return nil, false, true, err
 	}
 	return append(older, turns...), page.NextCursor != "", true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -81,7 +82,7 @@ func expired(s wire.SessionSummary, archivedAt int64, cut time.Time) bool {
 	if !s.Status.Has(wire.SessionStatusIsArchived) {
 		return false
 	}
-	last := isoTime(s.ModifiedAt)
+	last := persist.ISOTime(s.ModifiedAt)
 	if a := time.UnixMilli(archivedAt); archivedAt > 0 && a.After(last) {
 		last = a
 	}
@@ -120,10 +121,10 @@ func (h *Host) expireLive(g *sessionGroup, cut time.Time) bool {
 // expireStored deletes the old archived sessions that are only in the
 // store.
 func (h *Host) expireStored(cut time.Time) int {
-	ctx, cancel := storeCtx()
+	ctx, cancel := persist.WriteCtx()
 	var old []string
 	err := store.EachSession(ctx, h.ds.st, func(s store.Session) error {
-		var ss storedSession
+		var ss persist.StoredSession
 		if json.Unmarshal(s.Summary, &ss) == nil && expired(ss.Summary, ss.ArchivedAt, cut) {
 			old = append(old, s.URI)
 		}
@@ -140,7 +141,7 @@ func (h *Host) expireStored(cut time.Time) int {
 			release() // loaded meanwhile: the live sweep's business
 			continue
 		}
-		ctx, cancel := storeCtx()
+		ctx, cancel := persist.WriteCtx()
 		err := h.ds.st.DeleteSession(ctx, uri)
 		cancel()
 		if err == nil {

@@ -1,35 +1,17 @@
 package host
 
 import (
-	"context"
 	"errors"
 	"time"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
 
 // Bridges sharing a state file hand out serverSeq values from blocks each
 // reserves for itself (store.SeqBlocks), so that two of them never hand
-// out the same value; the host takes each value from its reserve's Next.
-
-// ReserveSeqBlock lets the serverSeq reserve reserve blocks through the
-// observed store, its writes timed and noted like the others. A store that
-// reserves no blocks of its own (one the host alone uses) gets the same
-// from reading and raising its mark.
-func (o *observedStore) ReserveSeqBlock(ctx context.Context, n int64) (int64, error) {
-	start := time.Now()
-	if sb, ok := o.Store.(store.SeqBlocks); ok {
-		mark, err := sb.ReserveSeqBlock(ctx, n)
-		return mark, o.done(start, err)
-	}
-	h, err := o.Store.SeqHighWater(ctx)
-	if err == nil {
-		err = o.Store.RaiseSeqHighWater(ctx, h+n)
-	}
-	return h + n, o.done(start, err)
-}
-
-var _ store.SeqBlocks = (*observedStore)(nil)
+// out the same value (persist.Store.ReserveSeqBlock); the host takes each
+// value from its reserve's Next.
 
 // nextSeqLocked is the serverSeq to hand out next, covered by the stored
 // mark. Called with Host.mu held. A failure is logged, at most once a
@@ -42,7 +24,7 @@ func (h *Host) nextSeqLocked() int64 {
 	v, err := h.ds.seq.Next(h.seq)
 	if err != nil && !errors.Is(err, store.ErrClosed) {
 		now, last := time.Now().UnixNano(), h.ds.seqFailAt.Load()
-		if now-last >= int64(failureLogEvery) && h.ds.seqFailAt.CompareAndSwap(last, now) {
+		if now-last >= int64(persist.FailureLogEvery) && h.ds.seqFailAt.CompareAndSwap(last, now) {
 			h.log.Error().Err(err).Msg("serverSeq is not covered by the state store; a restart now could repeat serverSeq values (logged again in a minute while this lasts)")
 		}
 	}

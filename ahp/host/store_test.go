@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/internal/testenv"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -328,7 +329,7 @@ func TestStoreTurnStartIsDurable(t *testing.T) {
 	rec, err := ro.GetSession(ctx, s.uri)
 	require.NoError(t, err)
 	require.Len(t, rec.Chats, 1)
-	var sc storedChat
+	var sc persist.StoredChat
 	require.NoError(t, json.Unmarshal(rec.Chats[0].Summary, &sc))
 	require.NotNil(t, sc.State.ActiveTurn)
 	assert.Equal(t, "are you there?", sc.State.ActiveTurn.Message.Text)
@@ -731,7 +732,7 @@ func TestStoreWholeCheckpointStillRestores(t *testing.T) {
 				require.NoError(t, err)
 				cp.Data = data
 			} else {
-				snap, err := turnSnapshot(live)
+				snap, err := persist.TurnSnapshot(live)
 				require.NoError(t, err)
 				cp.Data = snap.Data
 				off := 0

@@ -1,8 +1,9 @@
-package host
+package persist
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"reflect"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/internal/jsonstr"
 	"github.com/ahp-bridge/ahp-bridge/ahp/reducer"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
@@ -17,7 +19,7 @@ import (
 
 // A streaming turn's checkpoint is incremental: the store's Checkpointer
 // writes only what the turn gained since its previous checkpoint. A
-// snapshot (turnSnapshot) is the turn encoded with its text parts' content
+// snapshot (TurnSnapshot) is the turn encoded with its text parts' content
 // left empty, which is small, and the text parts' content as it is, shared
 // with the state (the reducer only ever appends to a text, and a Go string
 // never changes): the Checkpointer keeps how much of each text it wrote and
@@ -38,10 +40,10 @@ import (
 // trigger becomes half of the remainder.
 const checkpointScaleFrom = 2 * store.DefaultCheckpointBytes
 
-// checkpointGrowth is what an action of size bytes counts towards the
+// CheckpointGrowth is what an action of size bytes counts towards the
 // checkpointer's byte trigger, in a turn whose non-text remainder has
 // grown to turnBytes so far.
-func checkpointGrowth(size, turnBytes int) int {
+func CheckpointGrowth(size, turnBytes int) int {
 	if turnBytes <= checkpointScaleFrom {
 		return size
 	}
@@ -56,21 +58,21 @@ func textPointer(i int) string {
 	return "/responseParts/" + strconv.Itoa(i) + "/content"
 }
 
-// turnSnapshot encodes an active turn for the checkpointer: the shape
+// TurnSnapshot encodes an active turn for the checkpointer: the shape
 // json.Marshal gives an ActiveTurn (what restore decodes), its markdown and
 // reasoning parts with empty content, and those contents as the snapshot's
 // texts.
-func turnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) { return turnSnapshotCached(t, nil) }
+func TurnSnapshot(t *wire.ActiveTurn) (store.TurnSnapshot, error) { return TurnSnapshotCached(t, nil) }
 
-// turnSnapshotCached is turnSnapshot with the tool call parts' encodings
+// TurnSnapshotCached is TurnSnapshot with the tool call parts' encodings
 // taken from c where it has them (c may be nil).
-func turnSnapshotCached(t *wire.ActiveTurn, c *partCache) (store.TurnSnapshot, error) {
+func TurnSnapshotCached(t *wire.ActiveTurn, c *PartCache) (store.TurnSnapshot, error) {
 	var snap store.TurnSnapshot
 	b := make([]byte, 0, c.sizeHint())
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, t.ID)
+	b = jsonstr.Append(b, t.ID)
 	b = append(b, `,"startedAt":`...)
-	b = appendJSONString(b, t.StartedAt)
+	b = jsonstr.Append(b, t.StartedAt)
 	b, err := appendTurnBody(b, func(b []byte, i int, content string) []byte {
 		snap.Texts = append(snap.Texts, store.CheckpointText{Pointer: textPointer(i), Text: content})
 		return append(b, `""`...)
@@ -87,23 +89,23 @@ func turnSnapshotCached(t *wire.ActiveTurn, c *partCache) (store.TurnSnapshot, e
 	return snap, nil
 }
 
-// partText is a text part's content from an offset on, as the pieces the
+// TurnText is a text part's content from an offset on, as the pieces the
 // lazy reducer keeps it in (reducer.Streaming.TextFrom).
-type partText struct {
+type TurnText struct {
 	pointer string
 	offset  int
 	pieces  []string
 }
 
-// readTurnTexts reads the content of each markdown and reasoning part of the
+// ReadTurnTexts reads the content of each markdown and reasoning part of the
 // active turn t from the offset from asks for (from 0 for a text it does not
 // name, or one shorter than that), without syncing the lazy reducer: a
 // checkpoint then costs what the texts gained, where syncing would join a
 // long text into one string at every checkpoint (docs/performance.md).
 // Called with the channel's mutex held; the pieces may be read after it is
 // released, since they never change.
-func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[string]int) []partText {
-	var texts []partText
+func ReadTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[string]int) []TurnText {
+	var texts []TurnText
 	for i, p := range t.ResponseParts {
 		var content *string
 		switch v := p.Value.(type) {
@@ -121,7 +123,7 @@ func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[strin
 			at = 0 // not the text written: the checkpointer writes it whole
 			pieces, _ = stream.TextFrom(content, 0)
 		}
-		texts = append(texts, partText{pointer: ptr, offset: at, pieces: pieces})
+		texts = append(texts, TurnText{pointer: ptr, offset: at, pieces: pieces})
 	}
 	return texts
 }
@@ -131,12 +133,12 @@ func readTurnTexts(stream *reducer.Streaming, t *wire.ActiveTurn, from map[strin
 // long string (a subscriber arrived) is passed in slices of it.
 const checkpointPiece = 64 << 10
 
-// checkpointTexts turns the texts read by readTurnTexts into the pieces of a
+// CheckpointTexts turns the texts read by ReadTurnTexts into the pieces of a
 // snapshot, without copying them: views of the lazy reducer's pieces, none
 // longer than checkpointPiece, cut anywhere (the store joins a string's
 // pieces before anything decodes it). A text with nothing from its offset
 // is one empty piece.
-func checkpointTexts(texts []partText) []store.CheckpointText {
+func CheckpointTexts(texts []TurnText) []store.CheckpointText {
 	var out []store.CheckpointText
 	for _, x := range texts {
 		off, n := x.offset, len(out)
@@ -154,10 +156,10 @@ func checkpointTexts(texts []partText) []store.CheckpointText {
 	return out
 }
 
-// placeTexts puts the texts a checkpoint appended back into the turn
-// decoded from its Data: the inverse of turnSnapshot. It reports the texts
+// PlaceTexts puts the texts a checkpoint appended back into the turn
+// decoded from its Data: the inverse of TurnSnapshot. It reports the texts
 // that name no text part of the turn.
-func placeTexts(t *wire.ActiveTurn, texts []store.CheckpointText) (misplaced int) {
+func PlaceTexts(t *wire.ActiveTurn, texts []store.CheckpointText) (misplaced int) {
 	for _, x := range texts {
 		i, ok := strings.CutPrefix(x.Pointer, "/responseParts/")
 		var n int
@@ -186,19 +188,19 @@ func placeTexts(t *wire.ActiveTurn, texts []store.CheckpointText) (misplaced int
 	return misplaced
 }
 
-// encodeTurn returns a completed turn as JSON, as json.Marshal would but
+// EncodeTurn returns a completed turn as JSON, as json.Marshal would but
 // writing its texts directly (encoding/json would escape a long text, then
 // scan it again to compact the part's encoding, then once more for the
 // turn's). A long text is left to be escaped while the turn is written
-// (turnEncoding), so that the turn is never a second copy of it.
-func encodeTurn(t *wire.Turn) (*turnEncoding, error) {
-	e := &turnEncoding{}
+// (TurnEncoding), so that the turn is never a second copy of it.
+func EncodeTurn(t *wire.Turn) (*TurnEncoding, error) {
+	e := &TurnEncoding{}
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, t.ID)
+	b = jsonstr.Append(b, t.ID)
 	if t.StartedAt != nil {
 		b = append(b, `,"startedAt":`...)
-		b = appendJSONString(b, *t.StartedAt)
+		b = jsonstr.Append(b, *t.StartedAt)
 	}
 	if t.Duration != nil {
 		b = append(b, `,"duration":`...)
@@ -209,7 +211,7 @@ func encodeTurn(t *wire.Turn) (*turnEncoding, error) {
 		return nil, err
 	}
 	b = append(b, `,"state":`...)
-	b = appendJSONString(b, string(t.State))
+	b = jsonstr.Append(b, string(t.State))
 	e.heads = append(e.heads, append(b, '}'))
 	return e, nil
 }
@@ -222,32 +224,32 @@ const longText = 64 << 10
 // written: the writer's buffer is about this size.
 const textSlice = 32 << 10
 
-// turnEncoding is a completed turn's JSON in segments: heads[0], texts[0]
+// TurnEncoding is a completed turn's JSON in segments: heads[0], texts[0]
 // escaped, heads[1], and so on, heads having one more element than texts.
 // The store writes it in chunks (store.Turn.Encode): the 51 MB answer of a
 // long response, already held once as the state's string, is then escaped
 // a slice at a time into a small buffer instead of into one more 51 MB
 // array at the turn's end, when the response's peak memory is reached
 // (docs/performance.md, issue 17).
-type turnEncoding struct {
+type TurnEncoding struct {
 	heads [][]byte
 	texts []string
 }
 
 // text is appendTurnBody's way of writing a text part's content: inline
 // when short, else as a segment of its own.
-func (e *turnEncoding) text(b []byte, _ int, content string) []byte {
+func (e *TurnEncoding) text(b []byte, _ int, content string) []byte {
 	if len(content) < longText {
-		return appendJSONString(b, content)
+		return jsonstr.Append(b, content)
 	}
 	e.heads = append(e.heads, append(b, '"'))
 	e.texts = append(e.texts, content)
 	return append(make([]byte, 0, 256), '"')
 }
 
-// writeTo writes the turn's JSON to w, a slice of each long text at a time
+// Encode writes the turn's JSON to w, a slice of each long text at a time
 // through one buffer that it reuses: w must not keep what it is given.
-func (e *turnEncoding) writeTo(w io.Writer) error {
+func (e *TurnEncoding) Encode(w io.Writer) error {
 	var buf []byte
 	if len(e.texts) > 0 {
 		buf = make([]byte, 0, textSlice+textSlice/8) // a slice and a few escapes
@@ -261,7 +263,7 @@ func (e *turnEncoding) writeTo(w io.Writer) error {
 		}
 		for s := e.texts[i]; s != ""; {
 			k := textCut(s, textSlice)
-			buf = appendJSONStringBody(buf[:0], s[:k])
+			buf = jsonstr.AppendBody(buf[:0], s[:k])
 			if _, err := w.Write(buf); err != nil {
 				return err
 			}
@@ -271,10 +273,10 @@ func (e *turnEncoding) writeTo(w io.Writer) error {
 	return nil
 }
 
-// bytes is the turn's JSON in one array.
-func (e *turnEncoding) bytes() []byte {
+// Bytes is the turn's JSON in one array.
+func (e *TurnEncoding) Bytes() []byte {
 	var b bytes.Buffer
-	_ = e.writeTo(&b) // a bytes.Buffer does not fail
+	_ = e.Encode(&b) // a bytes.Buffer does not fail
 	return b.Bytes()
 }
 
@@ -294,10 +296,10 @@ func textCut(s string, n int) int {
 
 // appendTurnBody appends the message, parts and usage members of a turn
 // (active or completed). text writes the content of text part i (it may
-// write it elsewhere, or leave it out; turnSnapshot, turnEncoding.text);
+// write it elsewhere, or leave it out; TurnSnapshot, TurnEncoding.text);
 // cache, if not nil, keeps the tool call parts' encodings from one call to
 // the next.
-func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte, cache *partCache, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
+func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte, cache *PartCache, msg *wire.Message, ps []wire.ResponsePart, usage *wire.UsageInfo) ([]byte, error) {
 	cache.begin()
 	defer cache.end()
 	m, err := json.Marshal(msg)
@@ -327,9 +329,9 @@ func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte,
 			continue
 		}
 		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, string(kind))
+		b = jsonstr.Append(b, string(kind))
 		b = append(b, `,"id":`...)
-		b = appendJSONString(b, id)
+		b = jsonstr.Append(b, id)
 		b = append(b, `,"content":`...)
 		b = text(b, i, content)
 		b = append(b, '}')
@@ -346,16 +348,16 @@ func appendTurnBody(b []byte, text func(b []byte, i int, content string) []byte,
 	return b, nil
 }
 
-// partCache keeps the encodings of an active turn's tool call parts from
+// PartCache keeps the encodings of an active turn's tool call parts from
 // one checkpoint to the next (issue 28: re-encoding every tool call of
 // every streaming turn at every checkpoint was a third of the bridge's CPU
 // with 100 busy sessions). A tool call part is encoded from its state
 // alone, and the reducer never changes a tool call's state in place, only
-// replaces it (copyActiveTurn relies on the same), so a state met again
+// replaces it (CopyActiveTurn relies on the same), so a state met again
 // at the same address encodes the same. Each snapshot keeps only the
 // entries it used, so the cache holds at most the turn's tool calls. It is
 // used by one snapshot at a time (its mutex makes sure).
-type partCache struct {
+type PartCache struct {
 	mu         sync.Mutex
 	prev, next map[any][]byte
 	size       int // of the last snapshot's data: the next one's is about as long
@@ -368,22 +370,22 @@ type partCache struct {
 	lastData json.RawMessage
 }
 
-// data returns the last snapshot's data if it was taken of turn t at rev.
-func (c *partCache) data(rev uint64, t *wire.ActiveTurn) (json.RawMessage, bool) {
+// Data returns the last snapshot's data if it was taken of turn t at rev.
+func (c *PartCache) Data(rev uint64, t *wire.ActiveTurn) (json.RawMessage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lastData, c.lastData != nil && c.turn == t && c.rev == rev
 }
 
-// keep notes the data of a snapshot of turn t taken at rev.
-func (c *partCache) keep(rev uint64, t *wire.ActiveTurn, data json.RawMessage) {
+// Keep notes the data of a snapshot of turn t taken at rev.
+func (c *PartCache) Keep(rev uint64, t *wire.ActiveTurn, data json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rev, c.turn, c.lastData = rev, t, data
 }
 
 // sizeHint is the capacity to give the next snapshot's data.
-func (c *partCache) sizeHint() int {
+func (c *PartCache) sizeHint() int {
 	if c == nil {
 		return 256
 	}
@@ -393,7 +395,7 @@ func (c *partCache) sizeHint() int {
 }
 
 // begin starts a snapshot's use of the cache.
-func (c *partCache) begin() {
+func (c *PartCache) begin() {
 	if c == nil {
 		return
 	}
@@ -402,7 +404,7 @@ func (c *partCache) begin() {
 }
 
 // end keeps what the snapshot used.
-func (c *partCache) end() {
+func (c *PartCache) end() {
 	if c == nil {
 		return
 	}
@@ -412,7 +414,7 @@ func (c *partCache) end() {
 
 // encode returns p's JSON: a tool call part's from the cache when its state
 // was encoded before, any other part's freshly.
-func (c *partCache) encode(p wire.ResponsePart) ([]byte, error) {
+func (c *PartCache) encode(p wire.ResponsePart) ([]byte, error) {
 	tc, ok := p.Value.(*wire.ToolCallResponsePart)
 	if c == nil || !ok || tc.ToolCall.Value == nil || reflect.TypeOf(tc.ToolCall.Value).Kind() != reflect.Pointer {
 		return json.Marshal(p)
@@ -428,4 +430,65 @@ func (c *partCache) encode(p wire.ResponsePart) ([]byte, error) {
 	}
 	c.next[key] = b
 	return b, nil
+}
+
+// CopyActiveTurn copies what the reducer changes in place in an active
+// turn: the turn, its list of parts, and each part's own struct (a delta
+// replaces a text part's string; a tool call's or an input request's
+// update replaces their fields). Everything below that the reducer only
+// ever replaces, never changes (strings, tool call states, answer maps),
+// is shared.
+func CopyActiveTurn(t *wire.ActiveTurn) *wire.ActiveTurn {
+	cp := *t
+	cp.ResponseParts = make([]wire.ResponsePart, len(t.ResponseParts))
+	for i, p := range t.ResponseParts {
+		switch v := p.Value.(type) {
+		case *wire.MarkdownResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ReasoningResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ToolCallResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.InputRequestResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ResourceResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.SystemNotificationResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		case *wire.ErrorResponsePart:
+			c := *v
+			cp.ResponseParts[i] = wire.ResponsePart{Value: &c}
+		default:
+			cp.ResponseParts[i] = p // raw JSON or a value: never changed in place
+		}
+	}
+	return &cp
+}
+
+// ErrTurnGone is what a checkpoint's snapshot says when its turn ended (or
+// its chat went) before the checkpointer got to it: nothing to write, and
+// nothing wrong.
+var ErrTurnGone = errors.New("the turn is no longer active")
+
+// OnlyTurnGone reports whether err (possibly a join) holds only
+// ErrTurnGone.
+func OnlyTurnGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if e != nil && !OnlyTurnGone(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, ErrTurnGone)
 }

@@ -1,4 +1,4 @@
-package host
+package persist
 
 import (
 	"encoding/json"
@@ -33,19 +33,19 @@ func TestTurnEncodingIsJSONMarshal(t *testing.T) {
 			}}
 		want, err := json.Marshal(&turn)
 		require.NoError(t, err)
-		got, err := encodeTurn(&turn)
+		got, err := EncodeTurn(&turn)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got.bytes()), "completed turn with %q", text)
+		assert.Equal(t, string(want), string(got.Bytes()), "completed turn with %q", text)
 
 		bare := wire.Turn{ID: "x", Message: userMsg(""), ResponseParts: []wire.ResponsePart{}, State: wire.TurnStateComplete}
 		want, _ = json.Marshal(&bare)
-		got, err = encodeTurn(&bare)
+		got, err = EncodeTurn(&bare)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got.bytes()))
+		assert.Equal(t, string(want), string(got.Bytes()))
 
 		active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg(text), ResponseParts: turn.ResponseParts}
 		want, _ = json.Marshal(&active)
-		snap, err := turnSnapshot(&active)
+		snap, err := TurnSnapshot(&active)
 		require.NoError(t, err)
 		// Equal as JSON: invalid UTF-8 decodes as U+FFFD, which encodes
 		// literally where the original's bytes were escaped.
@@ -59,7 +59,7 @@ func placedSnapshot(t *testing.T, snap store.TurnSnapshot) []byte {
 	t.Helper()
 	var at wire.ActiveTurn
 	require.NoError(t, json.Unmarshal(snap.Data, &at))
-	require.Zero(t, placeTexts(&at, snap.Texts))
+	require.Zero(t, PlaceTexts(&at, snap.Texts))
 	b, err := json.Marshal(&at)
 	require.NoError(t, err)
 	return b
@@ -67,7 +67,7 @@ func placedSnapshot(t *testing.T, snap store.TurnSnapshot) []byte {
 
 // TestTurnSnapshotLeavesTextsOut: a snapshot's data holds the text parts
 // empty, and every other part whole; its texts name the text parts' content
-// by pointer, and both the host's placeTexts and the store's generic
+// by pointer, and both the host's PlaceTexts and the store's generic
 // Checkpoint.Merged put them back where they were.
 func TestTurnSnapshotLeavesTextsOut(t *testing.T) {
 	text := strings.Join(trickyTexts[:len(trickyTexts)-1], "|")
@@ -77,7 +77,7 @@ func TestTurnSnapshotLeavesTextsOut(t *testing.T) {
 			Status: wire.ToolCallStatusRunning, ToolCallID: "tc1", ToolName: "read", DisplayName: "Read " + text}}}),
 		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
 	}}
-	snap, err := turnSnapshot(&active)
+	snap, err := TurnSnapshot(&active)
 	require.NoError(t, err)
 	require.Len(t, snap.Texts, 2)
 	assert.Equal(t, "/responseParts/0/content", snap.Texts[0].Pointer)
@@ -95,7 +95,7 @@ func TestTurnSnapshotLeavesTextsOut(t *testing.T) {
 	// A text that names no text part is reported, not placed.
 	var at wire.ActiveTurn
 	require.NoError(t, json.Unmarshal(snap.Data, &at))
-	assert.Equal(t, 3, placeTexts(&at, []store.CheckpointText{{Pointer: "/responseParts/1/content", Text: "x"},
+	assert.Equal(t, 3, PlaceTexts(&at, []store.CheckpointText{{Pointer: "/responseParts/1/content", Text: "x"},
 		{Pointer: "/responseParts/9/content", Text: "x"}, {Pointer: "/responseParts/2/content", Offset: 5, Text: "x"}}))
 }
 
@@ -103,14 +103,14 @@ func TestTurnSnapshotLeavesTextsOut(t *testing.T) {
 // a turn's non-text remainder, then half its size in new content counts as
 // 64 KiB.
 func TestCheckpointGrowth(t *testing.T) {
-	assert.Equal(t, 100, checkpointGrowth(100, 1000))
-	assert.Equal(t, 100, checkpointGrowth(100, checkpointScaleFrom))
-	assert.Equal(t, 50, checkpointGrowth(100, 2*checkpointScaleFrom))
-	assert.Equal(t, 1, checkpointGrowth(1, 100*checkpointScaleFrom), "never nothing")
+	assert.Equal(t, 100, CheckpointGrowth(100, 1000))
+	assert.Equal(t, 100, CheckpointGrowth(100, checkpointScaleFrom))
+	assert.Equal(t, 50, CheckpointGrowth(100, 2*checkpointScaleFrom))
+	assert.Equal(t, 1, CheckpointGrowth(1, 100*checkpointScaleFrom), "never nothing")
 	// Half of a 1 MiB turn is what reaches 64 KiB.
 	sum, turn := 0, 1<<20
 	for sum < 64<<10 {
-		sum += checkpointGrowth(64, turn)
+		sum += CheckpointGrowth(64, turn)
 		turn += 64
 	}
 	assert.InDelta(t, float64(1<<20)/2, float64(turn-(1<<20)), float64(1<<20)/8)
@@ -175,7 +175,7 @@ func TestReadTurnTexts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pieces := checkpointTexts(readTurnTexts(&stream, s.ActiveTurn, tc.from))
+			pieces := CheckpointTexts(ReadTurnTexts(&stream, s.ActiveTurn, tc.from))
 			assert.Equal(t, []store.CheckpointText{
 				{Pointer: r, Offset: tc.wantFromR, Text: thought[tc.wantFromR:]},
 				{Pointer: m, Offset: tc.wantFromM, Text: answer[tc.wantFromM:]},
@@ -216,9 +216,9 @@ func TestTurnEncodingOfLongTexts(t *testing.T) {
 			}}
 			want, err := json.Marshal(&turn)
 			require.NoError(t, err)
-			got, err := encodeTurn(&turn)
+			got, err := EncodeTurn(&turn)
 			require.NoError(t, err)
-			assert.True(t, string(want) == string(got.bytes()), "the encoding differs from json.Marshal's")
+			assert.True(t, string(want) == string(got.Bytes()), "the encoding differs from json.Marshal's")
 			assert.Equal(t, len(tc.text) >= longText, len(got.texts) == 2, "long texts left to be escaped as written")
 		})
 	}
@@ -231,12 +231,12 @@ func TestTurnEncodingWritesInSlices(t *testing.T) {
 	turn := wire.Turn{ID: "t", Message: userMsg("q"), State: wire.TurnStateComplete, ResponseParts: []wire.ResponsePart{
 		wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text}),
 	}}
-	e, err := encodeTurn(&turn)
+	e, err := EncodeTurn(&turn)
 	require.NoError(t, err)
 	var w countingWriter
 	var m1, m2 runtime.MemStats
 	runtime.ReadMemStats(&m1)
-	require.NoError(t, e.writeTo(&w))
+	require.NoError(t, e.Encode(&w))
 	runtime.ReadMemStats(&m2)
 	assert.Greater(t, w.n, len(text)+1<<16, "the newlines are escaped")
 	assert.Less(t, m2.TotalAlloc-m1.TotalAlloc, uint64(2*textSlice), "writing the turn allocated %d bytes", m2.TotalAlloc-m1.TotalAlloc)
@@ -248,4 +248,54 @@ type countingWriter struct{ n int }
 func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += len(p)
 	return len(p), nil
+}
+
+// TestTurnSnapshotCachedIsTurnSnapshot: a snapshot that takes its tool
+// calls' encodings from the turn's cache is byte for byte the uncached
+// one, as the turn goes on: tool calls added, a tool call's state replaced
+// (as the reducer does: a new state, never the old one changed), text
+// grown, parts of other kinds.
+func TestTurnSnapshotCachedIsTurnSnapshot(t *testing.T) {
+	tool := func(id, status string) wire.ResponsePart {
+		var st any = &wire.ToolCallRunningState{Status: wire.ToolCallStatusRunning, ToolCallID: id, ToolName: "read", DisplayName: "Read " + id}
+		if status == "done" {
+			st = &wire.ToolCallCompletedState{Status: wire.ToolCallStatusCompleted, ToolCallID: id, ToolName: "read", DisplayName: "Read " + id,
+				Success: true, PastTenseMessage: wire.PlainText("read " + id)}
+		}
+		return wire.NewResponsePart(&wire.ToolCallResponsePart{Kind: wire.ResponsePartKindToolCall, ToolCall: wire.ToolCallState{Value: st}})
+	}
+	md := func(text string) wire.ResponsePart {
+		return wire.NewResponsePart(&wire.MarkdownResponsePart{Kind: wire.ResponsePartKindMarkdown, ID: "m", Content: text})
+	}
+	active := wire.ActiveTurn{ID: "a", StartedAt: "2026-01-01T00:00:00.000Z", Message: userMsg("q")}
+	cache := new(PartCache)
+	check := func(step string) {
+		t.Helper()
+		want, err := TurnSnapshot(CopyActiveTurn(&active))
+		require.NoError(t, err)
+		got, err := TurnSnapshotCached(CopyActiveTurn(&active), cache)
+		require.NoError(t, err)
+		assert.Equal(t, string(want.Data), string(got.Data), step)
+		assert.Equal(t, want.Texts, got.Texts, step)
+		plain, err := json.Marshal(&active)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(plain), string(placedSnapshot(t, got)), step)
+	}
+	check("no parts")
+	active.ResponseParts = []wire.ResponsePart{md("hello"), tool("tc1", "running")}
+	check("a running tool call")
+	check("the same again, from the cache")
+	active.ResponseParts[1] = tool("tc1", "done")
+	check("its state replaced")
+	active.ResponseParts = append(active.ResponseParts, md("more"), tool("tc2", "running"),
+		wire.NewResponsePart(&wire.SystemNotificationResponsePart{Kind: wire.ResponsePartKindSystemNotification, Content: wire.PlainText("note")}))
+	check("more parts")
+	active.ResponseParts[0] = md("hello, world")
+	check("text grown")
+	assert.Len(t, cache.prev, 2, "the cache holds the turn's tool calls, no more")
+}
+
+// userMsg is a user message with the given text.
+func userMsg(text string) wire.Message {
+	return wire.Message{Text: text, Origin: wire.MessageOrigin{Kind: wire.MessageKindUser}}
 }
