@@ -83,7 +83,7 @@ type durable struct {
 	// (mirror.go), refreshed and unloaded by the poller (others.go).
 	mirrors map[string]*sessionGroup
 	// clients queues the client records to write (clients.go).
-	clients *clientBook
+	clients *persist.ClientBook
 }
 
 // openDurable starts the host's durable side over st: the serverSeq

@@ -493,82 +493,11 @@ func (h *Host) readChat(ctx context.Context, g *sessionGroup, row store.ChatReco
 
 // --- listSessions over the store ---
 
-// storeListCursor is listSessions' cursor when the catalogue comes from the
-// store: the last item served (M, R), after which the live sessions
-// continue, and where the store's catalogue continues: after the page
-// cursor S, skipping K rows.
-type storeListCursor struct {
-	M string `json:"m"`
-	R string `json:"r"`
-	S string `json:"s,omitempty"`
-	K int    `json:"k,omitempty"`
-}
-
-// after reports whether a catalogue entry sorts after the cursor's (the
-// catalogue is ordered by modifiedAt, newest first, then by URI,
-// descending, as the store orders it).
-func (c storeListCursor) after(modifiedAt, uri string) bool {
-	return cmp.Or(-cmp.Compare(modifiedAt, c.M), -cmp.Compare(uri, c.R)) > 0
-}
-
-// storedRows walks the store's catalogue from a position (a page cursor
-// and a number of rows to skip), one row at a time, and says where it is.
-type storedRows struct {
-	ctx    context.Context
-	st     store.Store
-	want   int // page size to ask for
-	cursor string
-	page   []store.Session
-	next   string // the page's NextCursor
-	i      int
-	err    error
-	loaded bool
-}
-
-func (r *storedRows) fill() {
-	if r.loaded || r.err != nil {
-		return
-	}
-	p, err := r.st.ListSessions(r.ctx, store.ListQuery{Cursor: r.cursor, Limit: r.want})
-	if err != nil {
-		r.err = err
-		return
-	}
-	r.page, r.next, r.loaded = p.Sessions, p.NextCursor, true
-}
-
-// peek returns the next row, or false at the end (or on an error).
-func (r *storedRows) peek() (store.Session, bool) {
-	for {
-		r.fill()
-		if r.err != nil {
-			return store.Session{}, false
-		}
-		if r.i < len(r.page) {
-			return r.page[r.i], true
-		}
-		if r.next == "" {
-			return store.Session{}, false
-		}
-		r.cursor, r.loaded, r.i = r.next, false, 0
-	}
-}
-
-func (r *storedRows) pop() { r.i++ }
-
-// position is where the walk continues.
-func (r *storedRows) position() (string, int) {
-	if r.loaded && r.i >= len(r.page) && r.next != "" {
-		return r.next, 0
-	}
-	return r.cursor, r.i
-}
-
 // listSessionsStored answers listSessions from the live sessions merged
 // with the store's catalogue (a live session's own summary wins over its
 // row), without loading any stored session.
 func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
-	var cur storeListCursor
+	var cur persist.ListCursor
 	if p.Cursor != nil {
 		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
 		if err != nil || json.Unmarshal(b, &cur) != nil || cur.R == "" {
@@ -591,7 +520,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 	}
 	if p.Cursor != nil {
 		i := 0
-		for i < len(live) && !cur.after(live[i].ModifiedAt, live[i].Resource) {
+		for i < len(live) && !cur.After(live[i].ModifiedAt, live[i].Resource) {
 			i++
 		}
 		live = live[i:]
@@ -602,12 +531,12 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 	if limit > 0 {
 		want = min(cur.K+limit+1, store.MaxPageSize)
 	}
-	rows := &storedRows{ctx: ctx, st: h.ds.st, want: want, cursor: cur.S, i: cur.K}
+	rows := persist.WalkCatalogue(ctx, h.ds.st, cur.S, cur.K, want)
 	res := wire.ListSessionsResult{Items: []wire.SessionSummary{}}
 	var stored *wire.SessionSummary
 	nextStored := func() *wire.SessionSummary {
 		for stored == nil {
-			row, ok := rows.peek()
+			row, ok := rows.Peek()
 			if !ok {
 				return nil
 			}
@@ -615,7 +544,7 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 			// live session's row is skipped (its live summary is served).
 			var ss persist.StoredSession
 			if isLive[row.URI] || json.Unmarshal(row.Summary, &ss) != nil || ss.Summary.Resource == "" {
-				rows.pop()
+				rows.Pop()
 				continue
 			}
 			stored = &ss.Summary
@@ -633,19 +562,19 @@ func (h *Host) listSessionsStored(r *request, p wire.ListSessionsParams) {
 		default:
 			res.Items = append(res.Items, *s)
 			stored = nil
-			rows.pop()
+			rows.Pop()
 			continue
 		}
 		break
 	}
-	if rows.err != nil {
-		h.reply(r, nil, Errorf(CodeInternalError, "listing the stored sessions failed: %v", rows.err))
+	if err := rows.Err(); err != nil {
+		h.reply(r, nil, Errorf(CodeInternalError, "listing the stored sessions failed: %v", err))
 		return
 	}
 	if len(res.Items) > 0 && (len(live) > 0 || nextStored() != nil || extMore && limit > 0) {
 		last := res.Items[len(res.Items)-1]
-		next := storeListCursor{M: last.ModifiedAt, R: last.Resource}
-		next.S, next.K = rows.position()
+		next := persist.ListCursor{M: last.ModifiedAt, R: last.Resource}
+		next.S, next.K = rows.Position()
 		b, _ := json.Marshal(next)
 		res.NextCursor = wire.Ptr(base64.RawURLEncoding.EncodeToString(b))
 	}

@@ -15,5 +15,8 @@
 //   - store.go: Store, the observed store, and its failure Warning;
 //   - rows.go: session and chat rows, their decoding, interrupted turns;
 //   - turn.go: completed turns' encodings and checkpoint snapshots;
-//   - batch.go: a session's Batch and its write.
+//   - batch.go: a session's Batch and its write;
+//   - catalogue.go: listSessions' walk of the stored catalogue;
+//   - clients.go: clients' records (their dialect and subscriptions),
+//     written by one writer.
 package persist
