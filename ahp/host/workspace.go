@@ -89,9 +89,16 @@ func workspaceError(err error) *Error {
 	return asRPCError(err)
 }
 
-// serveFiles answers r with op's result, run in a goroutine of its own,
-// or with err, the workspace's refusal of the params.
-func (h *Host) serveFiles(r *request, op workspace.Op, err error) {
+// fileCommand answers r, a resource command: its params decoded, checked
+// by serve (a Workspace method), and the checked command run in a
+// goroutine of its own.
+func fileCommand[P any](h *Host, ctx context.Context, r *request, serve func(context.Context, workspace.Client, P) (workspace.Op, error)) {
+	var p P
+	if err := decodeParams(r.method, r.params, &p); err != nil {
+		h.reply(r, nil, err)
+		return
+	}
+	op, err := serve(ctx, r.c, p)
 	if err != nil {
 		h.reply(r, nil, workspaceError(err))
 		return
@@ -103,16 +110,6 @@ func (h *Host) serveFiles(r *request, op workspace.Op, err error) {
 		}
 		return res, nil
 	})
-}
-
-// decoded decodes r's params into p; on a bad request it has replied and
-// returns false.
-func (h *Host) decoded(r *request, p any) bool {
-	if err := decodeParams(r.method, r.params, p); err != nil {
-		h.reply(r, nil, err)
-		return false
-	}
-	return true
 }
 
 // readFile answers resourceRead for a file URI. The result is streamed:
@@ -140,65 +137,37 @@ func (h *Host) readFile(ctx context.Context, r *request, p wire.ResourceReadPara
 
 // resourceList lists a directory.
 func (h *Host) resourceList(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceListParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.List(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.List)
 }
 
 // resourceWrite writes a file.
 func (h *Host) resourceWrite(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceWriteParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Write(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Write)
 }
 
 // resourceResolve is stat and realpath in one.
 func (h *Host) resourceResolve(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceResolveParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Resolve(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Resolve)
 }
 
 // resourceMkdir creates a directory and its missing parents.
 func (h *Host) resourceMkdir(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceMkdirParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Mkdir(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Mkdir)
 }
 
 // resourceDelete removes a file, link or directory.
 func (h *Host) resourceDelete(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceDeleteParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Delete(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Delete)
 }
 
 // resourceMove renames a file or directory.
 func (h *Host) resourceMove(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceMoveParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Move(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Move)
 }
 
 // resourceCopy copies a file or a directory tree.
 func (h *Host) resourceCopy(ctx context.Context, r *request, _ string) {
-	var p wire.ResourceCopyParams
-	if h.decoded(r, &p) {
-		op, err := h.ws.Copy(ctx, r.c, p)
-		h.serveFiles(r, op, err)
-	}
+	fileCommand(h, ctx, r, h.ws.Copy)
 }
 
 // createResourceWatch starts a watch and answers with its channel, an
@@ -206,7 +175,8 @@ func (h *Host) resourceCopy(ctx context.Context, r *request, _ string) {
 // whose actions are the changes the workspace reports.
 func (h *Host) createResourceWatch(ctx context.Context, r *request, _ string) {
 	var p wire.CreateResourceWatchParams
-	if !h.decoded(r, &p) {
+	if err := decodeParams(r.method, r.params, &p); err != nil {
+		h.reply(r, nil, err)
 		return
 	}
 	start, err := h.ws.Watch(ctx, r.c, p)
