@@ -92,13 +92,11 @@ type durable struct {
 func (h *Host) openDurable(st store.Store) error {
 	d := &durable{loading: map[string]chan struct{}{}, mirrors: map[string]*sessionGroup{}}
 	d.st = persist.Observe(st, persist.Options{OnWrite: h.opts.OnStoreWrite, Logger: h.log})
-	// Set before the reserve's first write starts, which notes its outcome.
-	h.ds = d
 	seq, err := store.NewSeqReserve(context.Background(), d.st, 0)
 	if err != nil {
-		h.ds = nil
 		return fmt.Errorf("host: opening the state store: %w", err)
 	}
+	h.ds = d
 	d.seq = seq
 	d.cp = store.NewCheckpointer(d.st, store.CheckpointerOptions{OnError: func(err error) {
 		// A failed write was noted by persist.Store already; what is left
