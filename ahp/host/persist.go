@@ -176,33 +176,28 @@ func (h *Host) chatRowLocked(g *sessionGroup, ch *channel) (store.Chat, error) {
 func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) (write, catalogue bool) {
 	switch ch.kind {
 	case chanChat:
-		switch a.Value.(type) {
-		case *wire.ChatTurnCompleteAction, *wire.ChatTurnCancelledAction, *wire.ChatErrorAction:
+		switch persist.ChatDue(a) {
+		case persist.DueTurnEnd:
 			if ch.chat.unstored < len(ch.chat.st.Turns) {
 				h.ds.cp.Forget(ch.uri) // the completed turn supersedes its checkpoint
 				ch.chat.snapshot = nil
 				return true, false
 			}
 			return false, false
-		case *wire.ChatTurnStartedAction:
+		case persist.DueTurnStart:
 			if t := ch.chat.st.ActiveTurn; t != nil {
 				ch.chat.snapshot = h.activeTurnSnapshot(ch, t.ID)
 				ch.chat.turnBytes = 0
 			}
 			return true, true
-		case *wire.ChatIsReadChangedAction, *wire.ChatIsArchivedChangedAction,
-			*wire.ChatWorkingDirectorySetAction, *wire.ChatWorkingDirectoryRemovedAction:
+		case persist.DueCatalogue:
 			return true, true
-		case *wire.ChatDraftChangedAction, *wire.ChatPendingMessageSetAction, *wire.ChatPendingMessageRemovedAction,
-			*wire.ChatQueuedMessagesReorderedAction, *wire.ChatActivityChangedAction:
-			return false, false // not part of the turn, and not a catalogue change
+		case persist.DueNothing:
+			return false, false
 		}
 		if t := ch.chat.st.ActiveTurn; t != nil && ch.chat.snapshot != nil {
 			grew := size
-			switch a.Value.(type) {
-			case *wire.ChatDeltaAction, *wire.ChatReasoningAction:
-				// Appended to the store, never rewritten: counts whole.
-			default:
+			if !persist.AppendedWhole(a) {
 				ch.chat.turnBytes += size
 				grew = persist.CheckpointGrowth(size, ch.chat.turnBytes)
 			}
@@ -216,12 +211,7 @@ func (h *Host) persistLocked(ch *channel, a wire.StateAction, size int) (write, 
 			h.ds.cp.PutFunc(ch.uri, t.ID, grew, ch.chat.snapshot)
 		}
 	case chanSession:
-		switch a.Value.(type) {
-		case *wire.SessionReadyAction, *wire.SessionCreationFailedAction, *wire.SessionTitleChangedAction,
-			*wire.SessionConfigChangedAction, *wire.SessionWorkingDirectorySetAction,
-			*wire.SessionWorkingDirectoryRemovedAction, *wire.SessionWorkingDirectoryReplacedAction,
-			*wire.SessionChatAddedAction, *wire.SessionChatRemovedAction, *wire.SessionIsReadChangedAction,
-			*wire.SessionIsArchivedChangedAction, *wire.SessionDefaultChatChangedAction, *wire.SessionChatsReorderedAction:
+		if persist.SessionDue(a) == persist.DueCatalogue {
 			return true, true
 		}
 	}

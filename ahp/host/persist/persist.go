@@ -12,6 +12,7 @@
 // states to encode, and writes the result off the lock through Store
 // (its pipeline.go and persist.go).
 //
+//   - due.go: what an action makes durable (ChatDue, SessionDue);
 //   - store.go: Store, the observed store, and its failure Warning;
 //   - rows.go: session and chat rows, their decoding, interrupted turns;
 //   - turn.go: completed turns' encodings and checkpoint snapshots;
