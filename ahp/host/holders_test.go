@@ -22,6 +22,7 @@ import (
 // released, and a session whose holder closed is taken over by the next
 // turn.
 func TestTwoHostsShareAStateFile(t *testing.T) {
+	t.Parallel() // waits on the once-a-second poll of the change counter
 	path := stateFile(t)
 	a, stA := storedHarness(t, path, Options{})
 	b, stB := storedHarness(t, path, Options{})
@@ -87,6 +88,7 @@ func TestTwoHostsShareAStateFile(t *testing.T) {
 // when nobody watches it, and once the holder is gone the next turn takes
 // the session over under the same subscription.
 func TestHostWatchesASessionAnotherHostHolds(t *testing.T) {
+	t.Parallel() // waits on the once-a-second poll of the change counter
 	path := stateFile(t)
 	a, stA := storedHarness(t, path, Options{})
 	b, stB := storedHarness(t, path, Options{})
@@ -153,6 +155,7 @@ func TestHostWatchesASessionAnotherHostHolds(t *testing.T) {
 
 // A mirror nobody watches any more leaves memory at the next poll.
 func TestHostUnloadsAnUnwatchedMirror(t *testing.T) {
+	t.Parallel() // waits on the once-a-second poll of the change counter
 	path := stateFile(t)
 	a, _ := storedHarness(t, path, Options{})
 	b, _ := storedHarness(t, path, Options{})
