@@ -8,7 +8,9 @@ import (
 // lineUpdate is what scanTextUpdate reads from a line of the agent's
 // stdout: a session/update notification carrying a text chunk.
 type lineUpdate struct {
-	sessionID string
+	// sessionID is only looked up, so it is not copied out of the line
+	// when it holds no escapes: it is valid only as long as the line is.
+	sessionID []byte
 	kind      string // kindAgentMessageChunk or kindAgentThoughtChunk
 	text      string
 }
@@ -35,8 +37,8 @@ func scanTextUpdate(line []byte) (lineUpdate, bool) {
 				return false
 			}
 			method = true
-			m, ok := s.str()
-			return ok && m == "session/update"
+			m, ok := s.strBytes()
+			return ok && string(m) == "session/update"
 		case "params":
 			if params {
 				return false
@@ -64,7 +66,7 @@ func (s *lineScanner) params(u *lineUpdate) bool {
 			}
 			sid = true
 			var ok bool
-			u.sessionID, ok = s.str()
+			u.sessionID, ok = s.strBytes()
 			return ok
 		case "update":
 			if upd {
@@ -88,9 +90,16 @@ func (s *lineScanner) update(u *lineUpdate) bool {
 				return false
 			}
 			kind = true
-			var ok bool
-			u.kind, ok = s.str()
-			return ok && (u.kind == kindAgentMessageChunk || u.kind == kindAgentThoughtChunk)
+			k, ok := s.strBytes()
+			switch string(k) { // the constants, not a copy of the line's bytes
+			case kindAgentMessageChunk:
+				u.kind = kindAgentMessageChunk
+			case kindAgentThoughtChunk:
+				u.kind = kindAgentThoughtChunk
+			default:
+				return false
+			}
+			return ok
 		case "content":
 			if content {
 				return false
@@ -114,8 +123,8 @@ func (s *lineScanner) textBlock(u *lineUpdate, isText *bool) bool {
 				return false
 			}
 			typ = true
-			t, ok := s.str()
-			*isText = t == "text"
+			t, ok := s.strBytes()
+			*isText = string(t) == "text"
 			return ok
 		case "text":
 			if text {
@@ -267,14 +276,26 @@ func foldsToAny(key []byte, names ...string) bool {
 // escapes resolved (an unpaired surrogate becomes U+FFFD), each byte of
 // invalid UTF-8 replaced by U+FFFD.
 func (s *lineScanner) str() (string, bool) {
-	if !s.consume('"') {
+	b, ok := s.strBytes()
+	if !ok {
 		return "", false
+	}
+	return string(b), true
+}
+
+// strBytes is str without the string: a view of the line when the string
+// holds only ASCII without escapes, which is what a chunk's sessionId,
+// method and kinds are, so that the hot path makes no copy of them (each
+// was an allocation per chunk); the decoded bytes otherwise.
+func (s *lineScanner) strBytes() ([]byte, bool) {
+	if !s.consume('"') {
+		return nil, false
 	}
 	start := s.i
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
-			v := string(s.b[start:s.i])
+			v := s.b[start:s.i]
 			s.i++
 			return v, true
 		}
@@ -290,12 +311,12 @@ func (s *lineScanner) str() (string, bool) {
 		switch {
 		case c == '"':
 			s.i++
-			return string(buf), true
+			return buf, true
 		case c < 0x20:
-			return "", false
+			return nil, false
 		case c == '\\':
 			if s.i+1 >= len(s.b) {
-				return "", false
+				return nil, false
 			}
 			switch e := s.b[s.i+1]; e {
 			case '"', '\\', '/':
@@ -313,7 +334,7 @@ func (s *lineScanner) str() (string, bool) {
 			case 'u':
 				r, ok := hex4(s.b[s.i+2:])
 				if !ok {
-					return "", false
+					return nil, false
 				}
 				s.i += 6
 				if utf16.IsSurrogate(r) {
@@ -331,7 +352,7 @@ func (s *lineScanner) str() (string, bool) {
 				buf = utf8.AppendRune(buf, r)
 				continue
 			default:
-				return "", false
+				return nil, false
 			}
 			s.i += 2
 		case c < utf8.RuneSelf:
@@ -347,7 +368,7 @@ func (s *lineScanner) str() (string, bool) {
 			s.i += size
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 func hex4(b []byte) (rune, bool) {

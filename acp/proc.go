@@ -623,7 +623,7 @@ func (a *agentProc) routeTextChunk(line []byte) bool {
 		return false
 	}
 	a.mu.Lock()
-	s := a.sessions[u.sessionID]
+	s := a.sessions[string(u.sessionID)] // no copy: a lookup
 	a.mu.Unlock()
 	if s == nil {
 		return false // not yet open: kept raw with the session's other early updates

@@ -324,6 +324,38 @@ func TestEndpointsOnTheAHPListener(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 }
 
+// TestProfilesOnlyWhenAsked: Go's runtime profiles are served under
+// /debug/pprof/ by the ops listener only with Profiles set (serve
+// --pprof), and never on the AHP listener, where the path is the
+// WebSocket endpoint's.
+func TestProfilesOnlyWhenAsked(t *testing.T) {
+	ahp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ahp "+r.URL.Path) })
+	for _, profiles := range []bool{false, true} {
+		e := &ops.Endpoints{Health: ops.NewHealth(), Profiles: profiles}
+		own := httptest.NewServer(e.Handler())
+		code, body := get(t, own.URL+"/debug/pprof/")
+		if profiles {
+			assert.Equal(t, http.StatusOK, code)
+			assert.Contains(t, body, "goroutine")
+			code, body = get(t, own.URL+"/debug/pprof/heap?debug=1")
+			assert.Equal(t, http.StatusOK, code)
+			assert.Contains(t, body, "heap profile")
+			code, _ = get(t, own.URL+"/debug/pprof/cmdline")
+			assert.Equal(t, http.StatusOK, code)
+		} else {
+			assert.Equal(t, http.StatusNotFound, code, "off by default")
+			code, _ = get(t, own.URL+"/debug/pprof/heap")
+			assert.Equal(t, http.StatusNotFound, code, "off by default")
+		}
+		own.Close()
+
+		onAHP := httptest.NewServer(e.WithAHP(ahp, func(*http.Request) bool { return true }))
+		_, body = get(t, onAHP.URL+"/debug/pprof/heap")
+		assert.Equal(t, "ahp /debug/pprof/heap", body, "never on the AHP listener (profiles %v)", profiles)
+		onAHP.Close()
+	}
+}
+
 // TestErrorLogKeepsTheLastWarnings: only warnings and errors, newest
 // first, at most n, with only their message, error, component and
 // provider.

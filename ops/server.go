@@ -2,6 +2,7 @@ package ops
 
 import (
 	"net/http"
+	"net/http/pprof"
 )
 
 // Endpoints are the ops endpoints of one bridge.
@@ -11,6 +12,11 @@ type Endpoints struct {
 	Metrics http.Handler
 	// Status serves the status page; nil serves none.
 	Status http.Handler
+	// Profiles serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the ops listener (`serve --pprof`), never on the
+	// AHP listener. Off by default: a profile shows the process's
+	// internals and costs CPU while it is taken.
+	Profiles bool
 }
 
 // Handler serves the ops listener (`serve --ops-listen`): the status page
@@ -25,6 +31,17 @@ func (e *Endpoints) Handler() http.Handler {
 	}
 	if e.Status != nil {
 		mux.Handle("GET /{$}", e.Status)
+	}
+	if e.Profiles {
+		// The handlers of net/http/pprof, on this mux rather than the
+		// default one its import also registers them on (which nothing
+		// here serves).
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	return mux
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -282,6 +283,26 @@ func summaryWith(g *sessionGroup, chats []wire.ChatSummary) wire.SessionSummary 
 	return s
 }
 
+// summaryUnchanged reports, without encoding either summary, what the
+// member-by-member comparison of refreshSummaryLocked would find nothing to
+// announce in: next equal to before, or (when debounced says a
+// modifiedAt-only change would be coalesced) equal but for modifiedAt.
+// Equal values encode to equal members; values it cannot tell equal go to
+// that comparison. With hundreds of busy sessions every tool call's actions
+// refresh the summary, and encoding both summaries twice over was 4 % of the
+// bridge's CPU (docs/performance.md, "At scale").
+func summaryUnchanged(before, next *wire.SessionSummary, debounced bool) bool {
+	if reflect.DeepEqual(before, next) {
+		return true
+	}
+	if !debounced || before.ModifiedAt == next.ModifiedAt {
+		return false
+	}
+	timeless := *next
+	timeless.ModifiedAt = before.ModifiedAt
+	return reflect.DeepEqual(before, &timeless)
+}
+
 // summaryFields encodes a summary member by member for change detection.
 func summaryFields(s *wire.SessionSummary) map[string]json.RawMessage {
 	b, err := json.Marshal(s)
@@ -314,6 +335,10 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	tried := g.pipe.summaryTried
 	g.pipe.summaryTried = false
 	next := summaryOf(g)
+	now := h.opts.Clock()
+	if summaryUnchanged(&g.summary, &next, now-g.lastSummaryNote < 1000) {
+		return
+	}
 	before, after := summaryFields(&g.summary), summaryFields(&next)
 	changes := map[string]json.RawMessage{}
 	for k, v := range after {
@@ -333,7 +358,6 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if len(changes) == 0 {
 		return
 	}
-	now := h.opts.Clock()
 	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
 		return
 	}

@@ -53,6 +53,13 @@ func (h *Host) claimSession(uri string) error {
 	return nil
 }
 
+// holdsSession reports whether this bridge already holds the session uri
+// in the state file (false without a store that shares).
+func (h *Host) holdsSession(uri string) bool {
+	hs := h.holding()
+	return hs != nil && hs.Holds(uri)
+}
+
 // heldElsewhere says why an action on a channel that is not in memory
 // cannot run here: the session (or the chat's session) is held by another
 // live bridge. Empty when that is not the reason.

@@ -180,3 +180,34 @@ func runFakeTurn(c *testClient, chat, id, text string) {
 	c.accepted(chat, &wire.ChatToolCallApprovedAction{TurnID: id, ToolCallID: "tc-" + id, Confirmed: wire.ToolCallConfirmationReasonUserAction})
 	c.nextEnvelope(isAction(chat, wire.ActionTypeChatTurnComplete))
 }
+
+// A createSession refused after the session was claimed (an unknown
+// provider, a relative directory, a fork), or any request naming a session
+// the state file lacks, leaves no hold behind: another bridge can create
+// the same URI at once, and this one can later.
+func TestRefusedCreateSessionReleasesItsHold(t *testing.T) {
+	path := stateFile(t)
+	a, stA := storedHarness(t, path, Options{})
+	ca := a.dial(t, "a")
+	ca.initialize()
+	const uri = "ahp-session:/refused"
+	// A request naming a session the file does not have claims nothing.
+	_, serr := ca.call("subscribe", map[string]any{"channel": uri})
+	require.NotNil(t, serr)
+	assert.False(t, stA.Holds(uri), "a subscription to a session that does not exist left a hold")
+	for _, params := range []map[string]any{
+		{"channel": uri, "provider": "no-such-provider"},
+		{"channel": uri, "provider": "fake", "workingDirectories": []string{"relative/dir"}},
+		{"channel": uri, "provider": "fake", "fork": map[string]any{"session": "ahp-session:/x", "turnId": "t1"}},
+	} {
+		_, err := ca.call("createSession", params)
+		require.NotNil(t, err, "%v", params)
+		assert.False(t, stA.Holds(uri), "refused (%s): this bridge still holds the session", err.Message)
+		_, held, herr := stA.HolderOf(context.Background(), uri)
+		require.NoError(t, herr)
+		assert.False(t, held, "refused (%s): the state file still names a holder", err.Message)
+	}
+	// Created for real, it is held.
+	a.newSession(ca, "refused")
+	assert.True(t, stA.Holds(uri))
+}

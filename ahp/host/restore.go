@@ -255,7 +255,16 @@ func (h *Host) loadSession(uri string) {
 	}
 	// A session another live bridge drives is loaded read-only, as a
 	// mirror of what that bridge writes (mirror.go).
+	heldBefore := h.holdsSession(uri)
 	mirror := h.claimSession(uri) != nil // holders.go
+	// A URI that names no stored session (a typo, a session about to be
+	// created) or one that does not come back must not stay held.
+	kept := false
+	defer func() {
+		if !kept && !mirror && !heldBefore {
+			h.releaseSession(uri)
+		}
+	}()
 	g, rs, err := h.readSession(uri, mirror)
 	if errors.Is(err, store.ErrNotFound) {
 		return
@@ -286,9 +295,11 @@ func (h *Host) loadSession(uri string) {
 	}
 	h.mu.Lock()
 	if h.closed || h.channels[uri] != nil {
+		kept = h.channels[uri] != nil // created here meanwhile: its hold
 		h.mu.Unlock()
 		return
 	}
+	kept = true
 	h.channels[uri] = g.session
 	for _, c := range g.chats {
 		h.channels[c.uri] = c

@@ -59,33 +59,44 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
 	}
+	heldBefore := h.holdsSession(uri)
 	if err := h.claimSession(uri); err != nil { // holders.go: a stored session another bridge drives
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: %v", err))
 		return
 	}
+	// A creation refused below leaves no session behind, so it must not
+	// leave a hold either (another bridge could never create or take the
+	// URI while this one runs), and the hold goes before the refusal is
+	// sent, so that the client may try again at once.
+	refuse := func(err *Error) {
+		if !heldBefore {
+			h.releaseSession(uri)
+		}
+		h.reply(r, nil, err)
+	}
 	if _, fork := extra["fork"]; fork {
 		// 1.0 dropped createSession.fork; older codecs refuse it too, and a
 		// 1.x client that still sends it must not see it silently ignored.
-		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: forking sessions is not supported (use createChat with a fork source where the agent advertises it)"))
+		refuse(Errorf(CodeInvalidParams, "invalid params for createSession: forking sessions is not supported (use createChat with a fork source where the agent advertises it)"))
 		return
 	}
 	provider, agent, perr := h.pickProvider(p.Provider)
 	if perr != nil {
-		h.reply(r, nil, perr)
+		refuse(perr)
 		return
 	}
 	if aerr := h.authGate(provider); aerr != nil { // auth.go
-		h.reply(r, nil, aerr)
+		refuse(aerr)
 		return
 	}
 	clientID := r.c.clientIDLocked()
 	if p.ActiveClient != nil && p.ActiveClient.ClientID != clientID {
-		h.reply(r, nil, Errorf(CodeInvalidParams, "activeClient.clientId must be this connection's clientId %q", clientID))
+		refuse(Errorf(CodeInvalidParams, "activeClient.clientId must be this connection's clientId %q", clientID))
 		return
 	}
 	for _, d := range p.WorkingDirectories {
 		if !absoluteDir(d) {
-			h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: working directory %q must be an absolute path or a file:// URI of this machine", d))
+			refuse(Errorf(CodeInvalidParams, "invalid params for createSession: working directory %q must be an absolute path or a file:// URI of this machine", d))
 			return
 		}
 	}
@@ -125,19 +136,19 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	if h.closed {
 		h.mu.Unlock()
 		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeInternalError, "the server is shutting down"))
+		refuse(Errorf(CodeInternalError, "the server is shutting down"))
 		return
 	}
 	if _, exists := h.channels[uri]; exists {
 		h.mu.Unlock()
 		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeSessionAlreadyExists, "session %s already exists", uri))
+		refuse(Errorf(CodeSessionAlreadyExists, "session %s already exists", uri))
 		return
 	}
 	if h.sessions >= h.opts.MaxSessions {
 		h.mu.Unlock()
 		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
+		refuse(Errorf(CodeInternalError, "session limit reached: this server allows at most %d sessions", h.opts.MaxSessions))
 		return
 	}
 	// The default chat takes the name VS Code derives from the session's
@@ -150,7 +161,7 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		// session does not exist: nobody can have taken it.
 		h.mu.Unlock()
 		g.mu.Unlock()
-		h.reply(r, nil, Errorf(CodeAlreadyExists, "chat %s, the default chat of the new session %s, already exists", chatURI, uri))
+		refuse(Errorf(CodeAlreadyExists, "chat %s, the default chat of the new session %s, already exists", chatURI, uri))
 		return
 	}
 	chat := h.newChatLocked(g, chatURI, wire.ChatState{

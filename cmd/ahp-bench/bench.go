@@ -56,6 +56,11 @@ type Config struct {
 	ScaleMinSize, ScaleMaxSize   int
 	ScalePermEvery, ScaleClients int
 	NoPin                        bool
+	// ScaleProfile, when set, runs the scale bridges with --ops-listen
+	// and --pprof and writes a CPU profile of the middle of each stream
+	// and a heap profile after it into this directory
+	// (scale-N-cpu.pprof, scale-N-heap.pprof).
+	ScaleProfile string
 }
 
 func (c *Config) defaults() {
@@ -187,6 +192,10 @@ type Flow struct {
 	SeqErrors            int     `json:"serverSeqErrors"`
 	Approvals            int     `json:"approvals,omitempty"`
 	Pinning              string  `json:"pinning,omitempty"`
+
+	// Profiles are the files of the bridge's profiles written
+	// (Config.ScaleProfile).
+	Profiles []string `json:"profiles,omitempty"`
 }
 
 // Memory is scenario 6.

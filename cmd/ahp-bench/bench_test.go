@@ -210,3 +210,28 @@ func TestScaleSmoke(t *testing.T) {
 	assert.Contains(t, out.String(), "scale-10")
 	assert.Contains(t, out.String(), "µs/frame")
 }
+
+// TestScaleProfile: -scale-profile runs the bridge with its profiles on and
+// writes a CPU and a heap profile of the stream (gzipped, as pprof writes
+// them).
+func TestScaleProfile(t *testing.T) {
+	t.Parallel()
+	bin := bridgetest.Binary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := Config{Bin: bin, Only: []string{scScale}, ScaleN: []int{5}, ScaleFor: 2 * time.Second, ScaleRate: 20,
+		ScaleToolFor: time.Second, ScalePermEvery: 2, ScaleClients: 1, ScaleProfile: dir, Timeout: time.Minute}
+	rep, err := Run(ctx, cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Flows, 1)
+	f := rep.Flows[0]
+	assert.Equal(t, int64(f.Chunks*f.TotalClients), f.Deliveries, "every client saw every chunk")
+	require.Equal(t, []string{filepath.Join(dir, "scale-5-cpu.pprof"), filepath.Join(dir, "scale-5-heap.pprof")}, f.Profiles)
+	for _, file := range f.Profiles {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Greater(t, len(b), 2, file)
+		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s is a gzipped profile", file)
+	}
+}

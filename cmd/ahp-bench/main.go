@@ -64,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.ScaleToolFor, "scale-tool-every", 2*time.Second, "scale: a tool call this often per session")
 	fs.IntVar(&cfg.ScalePermEvery, "scale-perm-every", 5, "scale: every `N`th tool call asks for a confirmation a client answers")
 	fs.IntVar(&cfg.ScaleClients, "scale-clients", 3, "scale: session i has 1 + i%`N` clients")
+	fs.StringVar(&cfg.ScaleProfile, "scale-profile", "", "scale: write a CPU profile of the bridge over the middle of each stream and a heap profile after it into `DIR` (the bridge needs serve --pprof)")
 	fs.BoolVar(&cfg.NoPin, "no-pin", false, "scale: do not pin the bridge to one CPU and the agent and clients to the others")
 	fs.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(AllScenarios, ",")+")")
 	fs.StringVar(&out, "json", "ahp-bench.json", "write the report to `FILE` (empty: don't)")

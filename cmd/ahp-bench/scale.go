@@ -57,7 +57,17 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 	defer cancel()
 	chunks := max(int(cfg.ScaleFor.Seconds()*float64(cfg.ScaleRate)), 1)
 	toolEvery := int(cfg.ScaleToolFor.Seconds() * float64(cfg.ScaleRate))
-	bp, err := startBridge(ctx, cfg, "--max-sessions", strconv.Itoa(n+1))
+	extra := []string{"--max-sessions", strconv.Itoa(n + 1)}
+	var opsAddr string
+	if cfg.ScaleProfile != "" {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return Flow{}, err
+		}
+		opsAddr = addr
+		extra = append(extra, "--ops-listen", opsAddr, "--pprof")
+	}
+	bp, err := startBridge(ctx, cfg, extra...)
 	if err != nil {
 		return Flow{}, err
 	}
@@ -153,6 +163,16 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 			return Flow{}, err
 		}
 	}
+	// The profiles: CPU over the middle half of the stream, the heap after
+	// it (the stream's live heap, the turns not yet ended).
+	profiled := make(chan profileResult, 1)
+	if opsAddr != "" {
+		go func() {
+			profiled <- takeProfiles(ctx, opsAddr, cfg.ScaleProfile, fmt.Sprintf("scale-%d", n), cfg.ScaleFor/4, cfg.ScaleFor/2)
+		}()
+	} else {
+		profiled <- profileResult{}
+	}
 	// The bridge's resident set while the sessions stream: sampled every
 	// 250 ms until the first client has its last chunk (the turns then
 	// end, all at once, which the peak includes).
@@ -190,12 +210,17 @@ func scale(ctx context.Context, cfg Config, proto string, n int) (Flow, error) {
 	if err != nil {
 		return Flow{}, err
 	}
+	prof := <-profiled
+	if prof.err != nil {
+		return Flow{}, prof.err
+	}
 	counters := make([]*counter, len(probes))
 	for i, p := range probes {
 		counters[i] = &p.counter
 	}
 	f := summarize(counters, n, 0, chunks, cfg.ScaleMaxSize, cfg.ScaleRate, toolEvery)
 	f.MinSize, f.PermEvery, f.TotalClients, f.Pinning = cfg.ScaleMinSize, cfg.ScalePermEvery, clients, pinning
+	f.Profiles = prof.files
 	var frames, bytes int64
 	for _, c := range counters {
 		frames += c.frames

@@ -98,6 +98,8 @@ func TestConfigProblemsNameKeys(t *testing.T) {
 		{"bad command", `{"agents": [{"id": "a", "command": "x 'y"}]}`, nil, `:1:36: agents[0].command: the command has an unterminated ' quote`},
 		{"duplicate id", `{"agents": [{"id": "a", "command": "x"}], "agentChannels": [{"id": "a", "url": "ws://h/"}]}`, nil, `:1:68: agentChannels[0].id: provider id "a" is used twice`},
 		{"bad ops address", `{"opsListen": "nope"}`, nil, `:1:15: opsListen "nope": want HOST:PORT`},
+		{"profiles without the ops listener", `{"pprof": true}`, nil, `pprof needs --ops-listen`},
+		{"the profile flag without the ops listener", `{}`, []string{"--pprof"}, `--pprof needs --ops-listen`},
 		{"the flag wins and is named", `{"approve": "all"}`, []string{"--approve", "maybe"}, `--approve: unknown approval policy "maybe"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,11 @@ type Config struct {
 	// OpsListen moves the ops endpoints (health, metrics, the status page)
 	// to a listener of their own; "" serves health and metrics on the AHP
 	// listener (none under --stdio).
-	OpsListen     string            `json:"opsListen,omitempty"`
+	OpsListen string `json:"opsListen,omitempty"`
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the ops listener; it needs OpsListen, since those
+	// endpoints have no token. Off by default.
+	Pprof         bool              `json:"pprof,omitempty"`
 	Stdio         bool              `json:"stdio,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	TokenFile     string            `json:"tokenFile,omitempty"`
@@ -151,7 +155,7 @@ const (
 
 // flagOfKey names the flag of each config key.
 var flagOfKey = map[string]string{
-	"listen": "listen", "opsListen": "ops-listen", "stdio": "stdio", "token": "token", "tokenFile": "token-file", "noToken": "no-token",
+	"listen": "listen", "opsListen": "ops-listen", "pprof": "pprof", "stdio": "stdio", "token": "token", "tokenFile": "token-file", "noToken": "no-token",
 	"allowOrigins": "allow-origin", "agents": "acp", "agentChannels": "agentchan", "approve": "approve",
 	"replayBuffer": "replay-buffer", "logLevel": "log-level", "logFormat": "log-format", "wireLog": "wire-log",
 	"maxFrameBytes": "max-frame-bytes", "maxSessions": "max-sessions", "maxSubscriptions": "max-subscriptions",
@@ -185,7 +189,7 @@ type repeated []string
 func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
-const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--ops-listen HOST:PORT]
+const serveUsage = `usage: ahp-bridge serve [--listen HOST:PORT | --stdio] [--ops-listen HOST:PORT [--pprof]]
                         [--token TOKEN | --token-file FILE | --no-token] [--allow-origin ORIGIN]... [--acp ID=COMMAND]... [--agentchan ID=URL]...
                         [--config FILE] [--approve ask|all|reads|none] [--replay-buffer N]
                         [--log-level LEVEL] [--log-format console|json] [--wire-log FILE]
@@ -202,7 +206,8 @@ stdout, READY ws://HOST:PORT/?tkn=TOKEN; logs go to stderr.
 Health probes (/healthz, /readyz) are served on the AHP listener without a
 token, and Prometheus metrics (/metrics) with it. --ops-listen moves them,
 with a status page at /, to a listener of their own without a token (the
-only way to have them under --stdio). SIGHUP reloads the --config file's
+only way to have them under --stdio); --pprof adds Go's runtime profiles
+there under /debug/pprof/. SIGHUP reloads the --config file's
 providers; running sessions keep their agent until they end.
 
 Sessions and their turns are kept in a SQLite state file, so that they are
@@ -241,6 +246,7 @@ type serveFlags struct {
 	approve, logLevel, logFmt string
 	wireLog                   string
 	stdio, noToken, readOnly  bool
+	pprof                     bool
 	replay, maxSessions       int
 	maxSubs, maxPending       int
 	maxFrame                  int64
@@ -253,6 +259,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.cfgFile, "config", "", "read settings from this JSON `FILE`; flags win over it")
 	fs.StringVar(&f.listen, "listen", "", "WebSocket listen address `HOST:PORT` (default "+defaultListen+"; port 0 picks a free one)")
 	fs.StringVar(&f.opsListen, "ops-listen", "", "serve health, metrics and the status page on `HOST:PORT`, without a token")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's runtime profiles under /debug/pprof/ on the --ops-listen listener")
 	fs.BoolVar(&f.stdio, "stdio", false, "speak AHP over stdin/stdout instead of listening")
 	fs.StringVar(&f.token, "token", "", "connection `TOKEN` clients must present (default: a random one per start)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "read the connection token from `FILE`")
@@ -317,6 +324,7 @@ func parseServe(args []string) (Config, *flag.FlagSet, error) {
 	}
 	override("listen", func() { cfg.Listen = f.listen })
 	override("ops-listen", func() { cfg.OpsListen = f.opsListen })
+	override("pprof", func() { cfg.Pprof = f.pprof })
 	override("stdio", func() { cfg.Stdio = f.stdio })
 	override("token", func() { cfg.Token = f.token })
 	override("token-file", func() { cfg.TokenFile = f.tokenFile })
@@ -500,6 +508,10 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.OpsListen); err != nil {
 			return usagef("%s %q: want HOST:PORT (%v)", c.name("opsListen"), c.OpsListen, err)
 		}
+	}
+	if c.Pprof && c.OpsListen == "" {
+		return usagef("%s needs %s: the profiles are served only on the ops listener, which has no token",
+			c.name("pprof"), c.name("opsListen"))
 	}
 	if c.NoToken && !c.Stdio && !isLoopbackHost(host) {
 		return usagef("%s %q with %s: refusing to accept unauthenticated connections on a non-loopback address",

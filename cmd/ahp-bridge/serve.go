@@ -231,6 +231,9 @@ func (s *server) setUpOps(errs *ops.ErrorLog) error {
 		Health:  ops.NewHealth(checks...),
 		Metrics: ops.MetricsHandler(s.registry),
 		Status:  ops.NewStatus(s.host, s.bridge, errs, version+" (commit "+rev+")"),
+		// Profiles are served only by the ops listener's Handler, which
+		// validate requires --pprof to have.
+		Profiles: s.cfg.Pprof,
 	}
 	return nil
 }
