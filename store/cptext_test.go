@@ -114,6 +114,9 @@ func TestCheckpointerAppendsOnlyWhatIsNew(t *testing.T) {
 		{name: "whole, in pieces", pieces: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own file and store: run them side by side,
+			// the last tests of the suite, where the other core is idle.
+			t.Parallel()
 			testCheckpointerAppendsOnlyWhatIsNew(t, tc.fromOffsets, tc.pieces)
 		})
 	}
