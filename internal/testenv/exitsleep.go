@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -32,6 +33,10 @@ func SkipRaceExitSleep() {
 	if !Race || strings.Contains(os.Getenv(raceOptionsEnv), exitSleepOption) {
 		return
 	}
-	env := append(os.Environ(), raceOptionsEnv+"="+strings.TrimSpace(os.Getenv(raceOptionsEnv)+" "+exitSleepOption+"=0"))
-	reexec(env)
+	// The option joins GORACE's others in its one entry: a second GORACE
+	// entry would go unread (the first wins), and the restarted binary
+	// would restart again.
+	opts := strings.TrimSpace(os.Getenv(raceOptionsEnv) + " " + exitSleepOption + "=0")
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, raceOptionsEnv+"=") })
+	reexec(append(env, raceOptionsEnv+"="+opts))
 }
