@@ -336,7 +336,10 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	g.pipe.summaryTried = false
 	next := summaryOf(g)
 	now := h.opts.Clock()
-	if summaryUnchanged(&g.summary, &next, now-g.lastSummaryNote < 1000) {
+	// A change of modifiedAt alone within a second of the last note is
+	// coalesced into the next one.
+	debounced := now-g.lastSummaryNote < 1000
+	if summaryUnchanged(&g.summary, &next, debounced) {
 		return
 	}
 	before, after := summaryFields(&g.summary), summaryFields(&next)
@@ -358,7 +361,7 @@ func (h *Host) refreshSummaryLocked(g *sessionGroup) {
 	if len(changes) == 0 {
 		return
 	}
-	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && now-g.lastSummaryNote < 1000 {
+	if _, onlyTime := changes["modifiedAt"]; onlyTime && len(changes) == 1 && debounced {
 		return
 	}
 	if !tried && h.summaryWriteDueLocked(g, changes) {
