@@ -252,7 +252,8 @@ func (h *Host) openExternal(uri string) {
 	if !ok {
 		return
 	}
-	if err := h.claimSession(session); err != nil { // holders.go: another bridge opened it
+	unclaim, err := h.claimNew(session) // holders.go: another bridge opened it
+	if err != nil {
 		h.log.Debug().Err(err).Str("session", session).Msg("not opening an agent's session another bridge drives")
 		return
 	}
@@ -277,7 +278,11 @@ func (h *Host) openExternal(uri string) {
 
 	h.mu.Lock()
 	if h.closed || h.channels[session] != nil || h.channels[chatURI] != nil || h.sessions >= h.opts.MaxSessions {
+		opened := h.channels[session] != nil // opened here meanwhile: its hold
 		h.mu.Unlock()
+		if !opened {
+			unclaim()
+		}
 		return
 	}
 	chat := h.newChatLocked(g, chatURI, wire.ChatState{
@@ -306,8 +311,12 @@ func (h *Host) openExternal(uri string) {
 	g.mu.Lock()
 	h.mu.Lock()
 	if h.closed || h.channels[session] != nil || h.channels[chatURI] != nil {
+		opened := h.channels[session] != nil
 		h.mu.Unlock()
 		g.mu.Unlock()
+		if !opened {
+			unclaim()
+		}
 		return
 	}
 	h.channels[session] = sess

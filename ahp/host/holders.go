@@ -53,11 +53,19 @@ func (h *Host) claimSession(uri string) error {
 	return nil
 }
 
-// holdsSession reports whether this bridge already holds the session uri
-// in the state file (false without a store that shares).
-func (h *Host) holdsSession(uri string) bool {
+// claimNew is claimSession for a session that may not come to be here
+// after all (not stored, refused, a race lost): undo gives the hold up
+// again when this call made it, and does nothing when this bridge already
+// held the session (something else here relies on that hold).
+func (h *Host) claimNew(uri string) (undo func(), err error) {
 	hs := h.holding()
-	return hs != nil && hs.Holds(uri)
+	if hs == nil || hs.Holds(uri) {
+		return func() {}, nil
+	}
+	if err := h.claimSession(uri); err != nil {
+		return func() {}, err
+	}
+	return func() { h.releaseSession(uri) }, nil
 }
 
 // heldElsewhere says why an action on a channel that is not in memory

@@ -70,7 +70,8 @@ func (h *Host) mayChangeChannel(ch *channel) string {
 // must be gone; it returns why not (naming the holder) otherwise.
 func (h *Host) takeOver(g *sessionGroup) string {
 	uri := g.session.uri
-	if err := h.claimSession(uri); err != nil {
+	unclaim, err := h.claimNew(uri)
+	if err != nil {
 		var he *store.HeldError
 		if errors.As(err, &he) {
 			return heldReason(he)
@@ -79,9 +80,19 @@ func (h *Host) takeOver(g *sessionGroup) string {
 	}
 	h.refreshMirror(g)            // what the holder completed since the last poll
 	ends := h.interruptedTurns(g) // and the turn it was running when it died
+	gone := false
+	defer func() {
+		if gone {
+			unclaim() // after g.mu: the store's write takes no host lock
+		}
+	}()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.mirror || g.session.removed {
+	if g.session.removed {
+		gone = true // unloaded or deleted meanwhile: nothing to drive
+		return ""
+	}
+	if !g.mirror {
 		return "" // taken over by a concurrent request
 	}
 	g.mirror = false
@@ -272,15 +283,7 @@ func (h *Host) storedTurns(ctx context.Context, chat string) ([]wire.Turn, error
 	if err != nil {
 		return nil, err
 	}
-	turns := make([]wire.Turn, 0, len(page.Turns))
-	for _, t := range page.Turns {
-		var turn wire.Turn
-		if err := json.Unmarshal(t.Data, &turn); err != nil {
-			return nil, err
-		}
-		turns = append(turns, turn)
-	}
-	return turns, nil
+	return persist.DecodeTurns(chat, page.Turns)
 }
 
 // newTurns returns the turns of stored (oldest first) after the newest
@@ -384,11 +387,6 @@ func (h *Host) dropMirror(uri string) bool {
 	h.removeChannelLocked(g.session)
 	g.mu.Unlock()
 	h.unindexSession(uri)
-	h.mu.Lock()
-	h.sessions--
-	h.dir.remove(uri)
-	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
-	h.mu.Unlock()
-	h.updateActiveSessions()
+	h.sessionGone(uri)
 	return true
 }

@@ -255,14 +255,14 @@ func (h *Host) loadSession(uri string) {
 	}
 	// A session another live bridge drives is loaded read-only, as a
 	// mirror of what that bridge writes (mirror.go).
-	heldBefore := h.holdsSession(uri)
-	mirror := h.claimSession(uri) != nil // holders.go
+	unclaim, cerr := h.claimNew(uri) // holders.go
+	mirror := cerr != nil
 	// A URI that names no stored session (a typo, a session about to be
 	// created) or one that does not come back must not stay held.
 	kept := false
 	defer func() {
-		if !kept && !mirror && !heldBefore {
-			h.releaseSession(uri)
+		if !kept {
+			unclaim()
 		}
 	}()
 	g, rs, err := h.readSession(uri, mirror)

@@ -59,8 +59,8 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: channel must be a session URI such as ahp-session:/<id>, got %q", uri))
 		return
 	}
-	heldBefore := h.holdsSession(uri)
-	if err := h.claimSession(uri); err != nil { // holders.go: a stored session another bridge drives
+	unclaim, err := h.claimNew(uri) // holders.go: a stored session another bridge drives
+	if err != nil {
 		h.reply(r, nil, Errorf(CodeInvalidParams, "invalid params for createSession: %v", err))
 		return
 	}
@@ -69,9 +69,7 @@ func (h *Host) createSession(ctx context.Context, r *request, uri string) {
 	// URI while this one runs), and the hold goes before the refusal is
 	// sent, so that the client may try again at once.
 	refuse := func(err *Error) {
-		if !heldBefore {
-			h.releaseSession(uri)
-		}
+		unclaim()
 		h.reply(r, nil, err)
 	}
 	if _, fork := extra["fork"]; fork {
@@ -307,12 +305,7 @@ func (h *Host) removeSession(g *sessionGroup, release bool) {
 		h.deleteStored(uri)
 		loaded()
 	}
-	h.mu.Lock()
-	h.sessions--
-	h.dir.remove(uri)
-	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
-	h.mu.Unlock()
-	h.updateActiveSessions()
+	h.sessionGone(uri)
 	h.filesDisposed(uri)
 	if release && h.handler != nil {
 		h.handler.DisposeSession(h.ctx, uri)
@@ -798,4 +791,15 @@ func (h *Host) agentInfo(provider string) wire.AgentInfo {
 		}
 	})
 	return out
+}
+
+// sessionGone takes the session uri, whose channels are gone, out of the
+// count and the directory, and tells the root's subscribers.
+func (h *Host) sessionGone(uri string) {
+	h.mu.Lock()
+	h.sessions--
+	h.dir.remove(uri)
+	h.broadcastRootLocked("root/sessionRemoved", wire.SessionRemovedParams{Channel: RootURI, Session: uri})
+	h.mu.Unlock()
+	h.updateActiveSessions()
 }
