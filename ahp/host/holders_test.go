@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ahp-bridge/ahp-bridge/ahp/host/persist"
 	"github.com/ahp-bridge/ahp-bridge/ahp/wire"
 	"github.com/ahp-bridge/ahp-bridge/store"
 )
@@ -210,4 +211,49 @@ func TestRefusedCreateSessionReleasesItsHold(t *testing.T) {
 	// Created for real, it is held.
 	a.newSession(ca, "refused")
 	assert.True(t, stA.Holds(uri))
+}
+
+// A chat the holder adds after another bridge loaded the session as a
+// mirror reaches the mirror's subscribers (session/chatAdded), and a
+// takeover writes the session with it: the chat is not lost from the
+// catalogue.
+func TestMirrorFollowsTheHoldersNewChat(t *testing.T) {
+	t.Parallel() // waits on the once-a-second poll of the change counter
+	path := stateFile(t)
+	opts := Options{Agents: []wire.AgentInfo{multiChatAgent()}}
+	a, stA := storedHarness(t, path, opts)
+	b, stB := storedHarness(t, path, opts)
+	ca, cb := a.dial(t, "a"), b.dial(t, "b")
+	ca.initialize(RootURI)
+	cb.initialize(RootURI)
+
+	s := a.newSession(ca, "grows")
+	cb.nextNotification("root/sessionAdded")
+	cb.subscribe(s.uri)
+	const side = "ahp-chat:/grows-side"
+	ca.mustCall("createChat", map[string]any{"channel": s.uri, "chat": side}, nil)
+	added := cb.nextEnvelope(isAction(s.uri, wire.ActionTypeSessionChatAdded))
+	assert.Equal(t, side, added.Action.Value.(*wire.SessionChatAddedAction).Summary.Resource)
+	cb.subscribe(side)
+
+	// A goes; B's title change takes the session over and stores it with
+	// both chats.
+	ca.close()
+	a.h.Close()
+	a.handler.wait()
+	require.NoError(t, stA.Close())
+	cb.accepted(s.uri, &wire.SessionTitleChangedAction{Title: "mine now"})
+	require.True(t, stB.Holds(s.uri))
+	b.h.Close()
+	b.handler.wait()
+	rec, err := stB.GetSession(context.Background(), s.uri)
+	require.NoError(t, err)
+	ss, err := persist.DecodeSession(rec.Session)
+	require.NoError(t, err)
+	var chats []string
+	for _, c := range ss.State.Chats {
+		chats = append(chats, c.Resource)
+	}
+	assert.Contains(t, chats, side, "the stored catalogue keeps the chat A added")
+	assert.Equal(t, "mine now", ss.State.Title)
 }

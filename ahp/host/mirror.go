@@ -227,10 +227,13 @@ func (h *Host) refreshMirror(g *sessionGroup) {
 		g.mu.Unlock()
 		return
 	}
-	chats := slices.Clone(g.chats)
 	g.mu.Unlock()
 	ctx, cancel := persist.WriteCtx()
 	defer cancel()
+	h.addMirroredChats(ctx, g)
+	g.mu.Lock()
+	chats := slices.Clone(g.chats)
+	g.mu.Unlock()
 	for _, ch := range chats {
 		stored, err := h.storedTurns(ctx, ch.uri)
 		if err != nil {
@@ -259,6 +262,53 @@ func (h *Host) mirrorOf(uri string) *sessionGroup {
 
 // retitleMirror applies to a mirror the title its holder gave the session
 // (read from the catalogue's row, others.go), as session/titleChanged.
+// addMirroredChats adds to the mirror g the chats its holder added to the
+// session's catalogue since g was loaded, as restore reads them, each
+// announced to g's subscribers (session/chatAdded): a takeover then writes
+// the session with every chat the holder gave it.
+func (h *Host) addMirroredChats(ctx context.Context, g *sessionGroup) {
+	uri := g.session.uri
+	rec, err := h.ds.st.GetSession(ctx, uri)
+	if err != nil {
+		return // deleted (the poller drops it) or unreadable until the next poll
+	}
+	ss, err := persist.DecodeSession(rec.Session)
+	if err != nil {
+		return
+	}
+	rows := map[string]store.ChatRecord{}
+	for _, c := range rec.Chats {
+		rows[c.URI] = c
+	}
+	now := h.opts.Clock()
+	for _, summary := range ss.State.Chats {
+		row, stored := rows[summary.Resource]
+		if !stored || h.lookup(summary.Resource) != nil {
+			continue
+		}
+		ch, _, err := h.readChat(ctx, g, row, now, true)
+		if err != nil {
+			h.log.Debug().Err(err).Str("chat", row.URI).Msg("could not read a chat another bridge added; reading it at the next poll")
+			continue
+		}
+		g.mu.Lock()
+		h.mu.Lock()
+		if !g.mirror || g.session.removed || h.channels[ch.uri] != nil {
+			h.mu.Unlock()
+			g.mu.Unlock()
+			continue
+		}
+		g.chats = append(g.chats, ch)
+		h.channels[ch.uri] = ch
+		h.mu.Unlock()
+		h.indexChat(ch.uri, uri)
+		if _, err := h.applyLocked(g.session, wire.Action(&wire.SessionChatAddedAction{Summary: ch.chat.mirrored}), nil, nil); err != nil {
+			h.log.Warn().Err(err).Str("chat", ch.uri).Msg("a chat another bridge added could not be shown here")
+		}
+		g.mu.Unlock()
+	}
+}
+
 func (h *Host) retitleMirror(g *sessionGroup, title string) {
 	uri := g.session.uri
 	if title == "" {
