@@ -21,8 +21,9 @@ import (
 // counter moves (others.go polls it each second) every mirror reads its
 // chats' newest stored turns and applies the ones it lacks as the actions
 // that make a turn (chat/turnStarted, chat/responsePart…, chat/usage, and
-// chat/turnComplete, chat/turnCancelled or chat/error; and a new title as
-// session/titleChanged), sequenced with
+// chat/turnComplete, chat/turnCancelled or chat/error; a new title as
+// session/titleChanged; a chat the holder added as session/chatAdded),
+// sequenced with
 // this bridge's own serverSeq: every subscriber's reducer, in every
 // dialect, sees an ordinary turn start and end, and a client that
 // reconnects replays them like any other action.
